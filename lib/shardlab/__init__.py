@@ -1,0 +1,15 @@
+"""shardlab：《集合通信与分片矩阵乘法》课程的配套库
+
+模块（数据单向流动：hardware → cost → ring / sharding → 笔记本）：
+
+- runtime：设备与档位（profile）设置，JAX API 差异的唯一适配层
+- hardware：芯片常数（带宽名称里都写明方向）
+- cost：代价模型，一个公式一个函数
+- reference：集合通信的 NumPy 参考语义
+- ring：真实搬运数据块的环形 / 环面（torus）模拟器
+- collectives：JAX shard_map 版本的集合通信与 HLO 检查
+
+导入本包不会导入 JAX；需要 JAX 的模块在使用时才导入它。
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,50 @@
+"""从零构建整本书：每个笔记本都被执行，任何单元错误、断链或 Sphinx 警告都让构建失败"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tools import course_config  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    jb = Path(sys.executable).with_name("jupyter-book")
+    env = dict(os.environ, COURSE_PROFILE="cpu", JUPYTER_PATH=str(Path(sys.prefix) / "share" / "jupyter"))
+    cmd = [str(jb), "build", "-W", "-n", "--keep-going", "--path-output", str(out), str(ROOT)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, f"jupyter-book build 失败：\n{proc.stdout[-6000:]}\n{proc.stderr[-4000:]}"
+    return out / "_build" / "html"
+
+
+@pytest.mark.slow
+def test_every_toc_page_is_built(built_site):
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    pages = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    for page in pages:
+        assert (built_site / f"{page}.html").exists(), page
+    assert 'lang="zh-CN"' in (built_site / f"{toc['root']}.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_executed_numbers_are_glued_into_the_prose(built_site):
+    html = (built_site / "book" / "environment.html").read_text(encoding="utf-8")
+    assert '本次运行共有 <span class="pasted-text">8</span> 个设备' in html
+    assert "与 NumPy 一致" in html
+
+
+@pytest.mark.slow
+def test_colab_button_opens_the_committed_ipynb(built_site):
+    repo = course_config.load_config()["repository"]
+    slug = repo["url"].removeprefix("https://github.com/")
+    html = (built_site / "book" / "environment.html").read_text(encoding="utf-8")
+    assert f"colab.research.google.com/github/{slug}/blob/{repo['branch']}/book/environment.ipynb" in html
