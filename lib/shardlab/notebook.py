@@ -1,0 +1,24 @@
+"""笔记本里的小工具：把算出的数字交给正文（glue）
+
+在构建网站时，myst-nb 的 ``glue`` 把值存进笔记本输出，正文用 ``{glue:text}`name``` 引用；
+在 Colab 或没有 myst-nb 的环境里，同一个调用只是把值记下来（``display=True`` 时打印），不会报错。
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+GLUED: dict[str, Any] = {}
+
+
+def glue(name: str, value: Any, display: bool = False) -> Any:
+    """记下一个供正文引用的值；有 myst-nb 时交给 myst_nb.glue"""
+    GLUED[name] = value
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        if display:
+            print(f"{name} = {value}")
+        return value
+    myst_glue(name, value, display=display)
+    return value
