@@ -6,8 +6,10 @@
 - hardware：芯片常数（带宽名称里都写明方向）
 - cost：代价模型，一个公式一个函数
 - reference：集合通信的 NumPy 参考语义
-- ring：真实搬运数据块的环形 / 环面（torus）模拟器
+- torus：环、线与环面（torus）拓扑，以及每一步哪些数据块走哪条有向链路（schedule）
+- ring：按 schedule 真实搬运数据块的模拟器，逐步记录内容并计数每条链路的字节
 - collectives：JAX shard_map 版本的集合通信与 HLO 检查
+- units、notebook：单位格式化；把算出的数字交给正文（glue）
 
 导入本包不会导入 JAX；需要 JAX 的模块在使用时才导入它。
 """

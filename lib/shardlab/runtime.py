@@ -17,8 +17,9 @@ Profiles（运行档位）：
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 PROFILES = ("cpu", "tpu", "gpu", "auto")
 DEFAULT_PROFILE = "cpu"

@@ -1,0 +1,570 @@
+"""代价模型：集合通信与分片矩阵乘法的时间估算，一个公式一个函数
+
+约定（出处：How To Scale Your Model, sharding.md 与 gpus.md；推导用我们自己的话写在书里）：
+
+- 时间单位秒，大小单位字节（bytes），带宽单位 bytes/s，算力单位 FLOP/s；
+- V：AllGather 时是收集完成后整个数组的字节数；ReduceScatter / AllReduce 时是每个设备本地未规约缓冲区的字节数；
+  AllToAll 时是整个数组的字节数（每个设备持有 V/N）；
+- W_oneway 是一条链路一个方向的带宽，W_bidir = 2·W_oneway（书中的 W_ici）；
+- 每跳时间 = max(t_hop, chunk / W)：每跳搬运的数据块（chunk）小于 W·t_hop 时这一跳受延迟限制
+  （v5e 上约 45 kB，针对每跳的数据块，不是整个数组）。
+  因为每跳的数据块一样大，h·max(t_hop, c/W) = max(h·t_hop, h·c/W)：总时间是延迟项与带宽项中较大的那个。
+
+环形函数对有限的 N 精确（环形模拟器逐字节计数后与它们比对），文档里同时给出大 N 极限。
+本模块只用 Python 与 math，不导入 JAX。
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from shardlab import hardware
+
+# ---- 输入检查 ----
+
+
+def _bytes(v: float, what: str = "字节数（bytes）") -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"{what}必须是非负的有限数，收到 {v!r}")
+    return float(v)
+
+
+def _size(n: int, what: str = "轴大小（axis size）N") -> int:
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise ValueError(f"{what}必须是整数，收到 {n!r}") from None
+    if n < 1:
+        raise ValueError(f"{what}必须 ≥ 1，收到 {n}")
+    return n
+
+
+def _rate(w: float, what: str = "带宽（bandwidth）") -> float:
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w <= 0:
+        raise ValueError(f"{what}必须是正的有限数，收到 {w!r}")
+    return float(w)
+
+
+def _latency(t: float) -> float:
+    return _bytes(t, "每跳延迟（hop_latency）")
+
+
+def _hops(n_hops: int, chunk_bytes: float, bw: float, hop_latency: float) -> float:
+    """n_hops 跳，每跳在一个方向上搬 chunk_bytes：n_hops · max(t_hop, chunk/W)"""
+    return n_hops * max(hop_latency, chunk_bytes / bw)
+
+
+# ---- TPU 单轴：AllGather / ReduceScatter / AllReduce ----
+
+
+def allgather_oneway_ring(v_bytes: float, n: int, ici_oneway_bw: float, hop_latency: float = 0.0) -> float:
+    """单向环（unidirectional ring）上的 AllGather：T = (N-1) · max(t_hop, (V/N)/W_oneway)
+
+    N-1 跳，每跳把 V/N 字节沿一个方向送出；每条链路共承载 V(N-1)/N 字节。
+    大 N 极限：V/W_oneway。N=1 时为 0。
+    """
+    v, n, w, lat = _bytes(v_bytes), _size(n), _rate(ici_oneway_bw), _latency(hop_latency)
+    return _hops(n - 1, v / n, w, lat)
+
+
+def allgather_bidir_ring(v_bytes: float, n: int, ici_bidir_bw: float, hop_latency: float = 0.0) -> float:
+    """双向环（有 wraparound）上的 AllGather：T = ⌊N/2⌋ · max(t_hop, 2V/(N·W_bidir))
+
+    ⌊N/2⌋ 跳，每跳在两个方向上各送 V/N 字节，每个方向的带宽是 W_oneway = W_bidir/2。
+    偶数 N 恰为 V/W_bidir，奇数 N 为 (N-1)/N · V/W_bidir；大 N 极限 V/W_bidir，与 N 无关。
+    （偶数 N 时若把正对面那一块拆成两半分走两个方向，时间可降为 (N-1)/N · V/W_bidir；我们按整块计，与书一致。）
+    """
+    v, n, w, lat = _bytes(v_bytes), _size(n), _rate(ici_bidir_bw), _latency(hop_latency)
+    return _hops(n // 2, v / n, w / 2, lat)
+
+
+def allgather_line(v_bytes: float, n: int, ici_oneway_bw: float, hop_latency: float = 0.0) -> float:
+    """没有 wraparound 的轴（线形，line）上的 AllGather：T = (N-1) · max(t_hop, (V/N)/W_oneway)
+
+    两端的设备要经同一条链路收下其余 N-1 块，每块 V/N 字节，只能用这条链路的一个方向。
+    数值与单向环相同（原因不同）；大 N 极限 V/W_oneway = 2V/W_bidir，约为有 wraparound 时的 2 倍。
+    """
+    v, n, w, lat = _bytes(v_bytes), _size(n), _rate(ici_oneway_bw), _latency(hop_latency)
+    return _hops(n - 1, v / n, w, lat)
+
+
+def reducescatter_oneway_ring(v_bytes: float, n: int, ici_oneway_bw: float, hop_latency: float = 0.0) -> float:
+    """单向环上的 ReduceScatter：与 AllGather 对偶（数据流反向），时间相同，V 为本地未规约缓冲区的字节数"""
+    return allgather_oneway_ring(v_bytes, n, ici_oneway_bw, hop_latency)
+
+
+def reducescatter_bidir_ring(v_bytes: float, n: int, ici_bidir_bw: float, hop_latency: float = 0.0) -> float:
+    """双向环上的 ReduceScatter：与 AllGather 对偶，T = ⌊N/2⌋ · max(t_hop, 2V/(N·W_bidir))"""
+    return allgather_bidir_ring(v_bytes, n, ici_bidir_bw, hop_latency)
+
+
+def reducescatter_line(v_bytes: float, n: int, ici_oneway_bw: float, hop_latency: float = 0.0) -> float:
+    """线形轴上的 ReduceScatter：与 AllGather 对偶，T = (N-1) · max(t_hop, (V/N)/W_oneway)"""
+    return allgather_line(v_bytes, n, ici_oneway_bw, hop_latency)
+
+
+def allreduce_oneway_ring(v_bytes: float, n: int, ici_oneway_bw: float, hop_latency: float = 0.0) -> float:
+    """单向环上的 AllReduce = ReduceScatter + AllGather：2(N-1)·max(t_hop, (V/N)/W_oneway)，大 N 极限 2V/W_oneway"""
+    return reducescatter_oneway_ring(v_bytes, n, ici_oneway_bw, hop_latency) + allgather_oneway_ring(
+        v_bytes, n, ici_oneway_bw, hop_latency
+    )
+
+
+def allreduce_bidir_ring(v_bytes: float, n: int, ici_bidir_bw: float, hop_latency: float = 0.0) -> float:
+    """双向环上的 AllReduce = ReduceScatter + AllGather：偶数 N 为 2V/W_bidir（书中公式）"""
+    return reducescatter_bidir_ring(v_bytes, n, ici_bidir_bw, hop_latency) + allgather_bidir_ring(
+        v_bytes, n, ici_bidir_bw, hop_latency
+    )
+
+
+def allreduce_line(v_bytes: float, n: int, ici_oneway_bw: float, hop_latency: float = 0.0) -> float:
+    """线形轴上的 AllReduce = ReduceScatter + AllGather：2(N-1)·max(t_hop, (V/N)/W_oneway)"""
+    return reducescatter_line(v_bytes, n, ici_oneway_bw, hop_latency) + allgather_line(
+        v_bytes, n, ici_oneway_bw, hop_latency
+    )
+
+
+# ---- TPU 单轴：AllToAll ----
+# 每个设备持有 V/N，切成 N 块、每块 V/N²；送往 d 跳外设备的那一块走 d 跳（双向环上走较短的方向）。
+# 流水化后带宽项 = 任一有向链路承载的最大字节数 / W_oneway；延迟项 = 最远一块的跳数 × t_hop；T 取两者较大者。
+
+
+def alltoall_oneway_ring(v_bytes: float, n: int, ici_oneway_bw: float, hop_latency: float = 0.0) -> float:
+    """单向环上的 AllToAll：T = max((N-1)·t_hop, V(N-1)/(2N·W_oneway))
+
+    每条链路承载 Σ_{d=1}^{N-1} d = N(N-1)/2 块，即 V(N-1)/(2N) 字节：恰为单向环 AllGather 带宽项的 1/2。
+    大 N 极限 V/(2·W_oneway)。
+    """
+    v, n, w, lat = _bytes(v_bytes), _size(n), _rate(ici_oneway_bw), _latency(hop_latency)
+    return max((n - 1) * lat, v * (n - 1) / (2 * n) / w)
+
+
+def alltoall_bidir_ring(v_bytes: float, n: int, ici_bidir_bw: float, hop_latency: float = 0.0) -> float:
+    """双向环上的 AllToAll：T = max(⌊N/2⌋·t_hop, ⌊N²/4⌋ · V/(N²·W_bidir))
+
+    每块走较短的方向；偶数 N 时正对面（d = N/2）那一块拆成两半，两个方向各走一半。
+    全部块的跳数之和为 N·Σ_d min(d, N-d) = N·⌊N²/4⌋，平均分给 2N 条有向链路，
+    每条有向链路承载 ⌊N²/4⌋/2 块 = ⌊N²/4⌋·V/(2N²) 字节，以 W_oneway = W_bidir/2 送出。
+    与 allgather_bidir_ring 的带宽项之比：偶数 N 恰为 1/4，奇数 N 为 (N+1)/(4N)。大 N 极限 V/(4·W_bidir)。
+    """
+    v, n, w, lat = _bytes(v_bytes), _size(n), _rate(ici_bidir_bw), _latency(hop_latency)
+    return max((n // 2) * lat, (n * n // 4) * v / (n * n) / w)
+
+
+def alltoall_line(v_bytes: float, n: int, ici_oneway_bw: float, hop_latency: float = 0.0) -> float:
+    """线形轴上的 AllToAll：T = max((N-1)·t_hop, ⌊N²/4⌋ · V/(N²·W_oneway))
+
+    最忙的是正中间那条链路：左边 ⌊N/2⌋ 个设备各有一块要送给右边 ⌈N/2⌉ 个设备（反方向对称），
+    共 ⌊N/2⌋·⌈N/2⌉ = ⌊N²/4⌋ 块。带宽项恰为双向环的 2 倍。
+    """
+    v, n, w, lat = _bytes(v_bytes), _size(n), _rate(ici_oneway_bw), _latency(hop_latency)
+    return max((n - 1) * lat, (n * n // 4) * v / (n * n) / w)
+
+
+# ---- TPU 多轴 ----
+
+
+Sizes = Sequence[int]  # 各轴大小
+Wraps = Sequence[bool] | None  # 各轴有无 wraparound；None 表示全部有
+
+
+def _axes(axis_sizes: Sizes, wraparound: Wraps) -> list[tuple[int, bool]]:
+    sizes = [_size(x) for x in axis_sizes]
+    if not sizes:
+        raise ValueError("axis_sizes 不能为空")
+    wraps = [True] * len(sizes) if wraparound is None else [bool(w) for w in wraparound]
+    if len(wraps) != len(sizes):
+        raise ValueError(f"wraparound 的长度 {len(wraps)} 与轴数 {len(sizes)} 不一致")
+    return list(zip(sizes, wraps))
+
+
+def allgather_multi_axis(
+    v_bytes: float, axis_sizes: Sizes, ici_bidir_bw: float, hop_latency: float = 0.0, wraparound: Wraps = None
+) -> float:
+    """在 k 个轴上同时 AllGather：T = max(t_hop · Σ|X_i|/2, V/(k·W_bidir))（书中公式，全部轴有 wraparound 时）
+
+    每个参与的轴各贡献一条链路的带宽；长度为 1 的轴不参与。
+    推广（我们的近似，书中没有）：没有 wraparound 的轴只贡献 W_oneway，延迟按 |X_i|-1 跳计，
+    即 T = max(t_hop · Σ h_i, V / Σ W_i)。带宽项忽略 (N-1)/N 因子（大 N 极限）；单轴精确值请用环形函数。
+    """
+    v, w, lat = _bytes(v_bytes), _rate(ici_bidir_bw), _latency(hop_latency)
+    active = [(x, wrap) for x, wrap in _axes(axis_sizes, wraparound) if x > 1]
+    if not active:
+        return 0.0
+    total_bw = sum(w if wrap else w / 2 for _, wrap in active)
+    hops = sum(x / 2 if wrap else x - 1 for x, wrap in active)
+    return max(hops * lat, v / total_bw)
+
+
+def reducescatter_multi_axis(
+    v_bytes: float, axis_sizes: Sizes, ici_bidir_bw: float, hop_latency: float = 0.0, wraparound: Wraps = None
+) -> float:
+    """多轴 ReduceScatter：与多轴 AllGather 对偶，时间相同"""
+    return allgather_multi_axis(v_bytes, axis_sizes, ici_bidir_bw, hop_latency, wraparound)
+
+
+def allreduce_multi_axis(
+    v_bytes: float, axis_sizes: Sizes, ici_bidir_bw: float, hop_latency: float = 0.0, wraparound: Wraps = None
+) -> float:
+    """多轴 AllReduce = 多轴 ReduceScatter + 多轴 AllGather：带宽项 2V/(k·W_bidir)"""
+    args = (v_bytes, axis_sizes, ici_bidir_bw, hop_latency, wraparound)
+    return reducescatter_multi_axis(*args) + allgather_multi_axis(*args)
+
+
+def alltoall_nd(
+    v_bytes: float, axis_sizes: Sizes, ici_bidir_bw: float, hop_latency: float = 0.0, wraparound: Wraps = None
+) -> float:
+    """N 维网格 A×B×… 上的 AllToAll：T = V · max(A, B, …) / (4·N·W_bidir)，N = A·B·…
+
+    瓶颈是最长轴的对分截面（bisection）。没有 wraparound 的轴只有一个截面，按 W_oneway 计（我们的推广）。
+    延迟项 = t_hop · Σ h_i（有 wraparound 的轴 h_i = ⌊X_i/2⌋，否则 X_i-1），T 取两者较大者。
+    单轴偶数 N 时与 alltoall_bidir_ring 相同；奇数 N 的精确值请用环形函数。
+    """
+    v, w, lat = _bytes(v_bytes), _rate(ici_bidir_bw), _latency(hop_latency)
+    axes = _axes(axis_sizes, wraparound)
+    n_total = math.prod(x for x, _ in axes)
+    t_bw = max(v * x / (4 * n_total * (w if wrap else w / 2)) for x, wrap in axes)
+    hops = sum(x // 2 if wrap else x - 1 for x, wrap in axes)
+    return max(hops * lat, t_bw)
+
+
+# ---- GPU：节点内（NVSwitch）与跨节点（fat tree） ----
+
+
+def gpu_allgather_in_node(v_bytes: float, n: int, nvlink_bw_per_direction: float) -> float:
+    """节点内 AllGather：T = V(N-1)/(N·W_gpu)，W_gpu 是每 GPU 每方向的 NVLink 出口带宽；大 N 极限 V/W_gpu
+
+    8×H100、V = 512 MiB 时约 1.04 ms（gpus.md 节点习题 3）。不含延迟项。
+    """
+    v, n, w = _bytes(v_bytes), _size(n), _rate(nvlink_bw_per_direction)
+    return v * (n - 1) / (n * w)
+
+
+def gpu_reducescatter_in_node(v_bytes: float, n: int, nvlink_bw_per_direction: float) -> float:
+    """节点内 ReduceScatter：与 AllGather 相同，V(N-1)/(N·W_gpu)"""
+    return gpu_allgather_in_node(v_bytes, n, nvlink_bw_per_direction)
+
+
+def gpu_allreduce_in_node(v_bytes: float, n: int, nvlink_bw_per_direction: float, sharp: bool = False) -> float:
+    """节点内 AllReduce：默认 = ReduceScatter + AllGather = 2V(N-1)/(N·W_gpu)
+
+    sharp=True（交换机内规约，in-network reduction）：理论值 V/W_gpu，书中说明恰为 V/W、没有 (N-1)/N 因子
+    （每个 GPU 先送出 V(N-1)/N，再送出 V/N）。实测 SHARP 只快约 30%，远不到 2 倍。
+    """
+    if sharp:
+        v, n, w = _bytes(v_bytes), _size(n), _rate(nvlink_bw_per_direction)
+        return v / w if n > 1 else 0.0
+    return gpu_reducescatter_in_node(v_bytes, n, nvlink_bw_per_direction) + gpu_allgather_in_node(
+        v_bytes, n, nvlink_bw_per_direction
+    )
+
+
+def gpu_alltoall_in_node(v_bytes: float, n: int, nvlink_bw_per_direction: float) -> float:
+    """节点内 AllToAll：T = V(N-1)/(N²·W_gpu) ≈ V/(N·W_gpu)（每个 GPU 直接把 V/N² 送给其余 N-1 个）"""
+    v, n, w = _bytes(v_bytes), _size(n), _rate(nvlink_bw_per_direction)
+    return v * (n - 1) / (n * n * w)
+
+
+def gpu_allgather_cross_node(
+    v_bytes: float, gpus_per_node: int, n_nodes: int, nvlink_bw_per_direction: float, node_bw: float
+) -> float:
+    """跨节点 AllGather：每层一个环，各层重叠，T = V · max((G-1)/(G·W_gpu), (M-1)/(M·W_node))
+
+    G = 每节点 GPU 数，M = 节点数，W_node = 每节点进入 scale-out 网络的出口带宽（H100：400 GB/s）。
+    这是 gpus.md「Cross-node collectives」里按层取最大的精确式；大 G、M 极限 max(V/W_gpu, V/W_node)。
+    M = 1 时退化为节点内公式。
+    """
+    v, g, m = _bytes(v_bytes), _size(gpus_per_node, "每节点 GPU 数"), _size(n_nodes, "节点数")
+    w_gpu, w_node = _rate(nvlink_bw_per_direction), _rate(node_bw, "节点带宽（node_bw）")
+    return v * max((g - 1) / (g * w_gpu), (m - 1) / (m * w_node))
+
+
+def gpu_reducescatter_cross_node(
+    v_bytes: float, gpus_per_node: int, n_nodes: int, nvlink_bw_per_direction: float, node_bw: float
+) -> float:
+    """跨节点 ReduceScatter：与跨节点 AllGather 相同"""
+    return gpu_allgather_cross_node(v_bytes, gpus_per_node, n_nodes, nvlink_bw_per_direction, node_bw)
+
+
+def gpu_allreduce_cross_node(
+    v_bytes: float, gpus_per_node: int, n_nodes: int, nvlink_bw_per_direction: float, node_bw: float
+) -> float:
+    """跨节点 AllReduce = ReduceScatter + AllGather（各层重叠）：2V · max((G-1)/(G·W_gpu), (M-1)/(M·W_node))"""
+    args = (v_bytes, gpus_per_node, n_nodes, nvlink_bw_per_direction, node_bw)
+    return gpu_reducescatter_cross_node(*args) + gpu_allgather_cross_node(*args)
+
+
+def gpu_allreduce_hierarchical(
+    v_bytes: float, gpus_per_node: int, n_nodes: int, nvlink_bw_per_direction: float, node_bw: float
+) -> float:
+    """分层 AllReduce，三步依次进行（不重叠）：
+
+    1. 节点内 ReduceScatter（NVLink）：V(G-1)/(G·W_gpu)，之后每个 GPU 持有 V/G；
+    2. 跨节点 AllReduce 这 V/G：每个 GPU 与其余节点的同号 GPU 组成 M 个参与者，各用 W_node/G 的网卡带宽，
+       2(V/G)(M-1)/(M·W_node/G) = 2V(M-1)/(M·W_node)；
+    3. 节点内 AllGather（NVLink）：V(G-1)/(G·W_gpu)。
+
+    合计 2V(G-1)/(G·W_gpu) + 2V(M-1)/(M·W_node)；各层完全重叠时降为 gpu_allreduce_cross_node。
+    """
+    g, m = _size(gpus_per_node, "每节点 GPU 数"), _size(n_nodes, "节点数")
+    w_node = _rate(node_bw, "节点带宽（node_bw）")
+    shard = _bytes(v_bytes) / g
+    return (
+        gpu_reducescatter_in_node(v_bytes, g, nvlink_bw_per_direction)
+        + gpu_allreduce_in_node(shard, m, w_node / g)
+        + gpu_allgather_in_node(v_bytes, g, nvlink_bw_per_direction)
+    )
+
+
+def gpu_alltoall_cross_node(v_bytes: float, n_nodes: int, node_bw: float) -> float:
+    """跨 M 个节点的 AllToAll：T = V(M-1)/(M²·W_node) ≈ V/(M·W_node)；AllToAll 不分层，用不上节点内带宽"""
+    v, m, w = _bytes(v_bytes), _size(n_nodes, "节点数"), _rate(node_bw, "节点带宽（node_bw）")
+    return v * (m - 1) / (m * m * w)
+
+
+# ---- Roofline 与分片矩阵乘法 ----
+
+
+def t_math(flops: float, flops_per_s: float) -> float:
+    """计算时间 T_math = FLOPs / C（秒）"""
+    return _bytes(flops, "FLOPs") / _rate(flops_per_s, "算力（FLOP/s）")
+
+
+def t_comms(nbytes: float, bw: float) -> float:
+    """通信时间 T_comms = bytes / W（秒）；W 的方向由调用者决定"""
+    return _bytes(nbytes) / _rate(bw)
+
+
+def matmul_flops(b: int, d: int, f: int) -> int:
+    """X[B, D] · W[D, F] 的 FLOPs = 2·B·D·F（一次乘加算 2 FLOPs）"""
+    return 2 * _size(b, "B") * _size(d, "D") * _size(f, "F")
+
+
+def critical_intensity(chip: str | hardware.Chip) -> float:
+    """单轴通信的临界强度 C / W（FLOPs/byte）
+
+    TPU 与模拟设备：W = ici_bidir_bw（v5p 2550，v4p 约 3056，v5e 约 2189，v6e 约 5111）；
+    GPU：W = nvlink_bw_per_direction（H100：9.89e14 / 4.5e11 ≈ 2198）。
+    """
+    chip = hardware.get_chip(chip)
+    bw = chip.nvlink_bw_per_direction if isinstance(chip, hardware.GpuChip) else chip.ici_bidir_bw
+    return chip.flops_bf16 / bw
+
+
+class MatmulTimes(NamedTuple):
+    t_math: float  # 秒
+    t_comms: float  # 秒
+
+
+def sharded_matmul_allreduce_times(
+    b: int, d: int, f: int, n: int, chip_flops: float, bidir_bw: float, bytes_per_elem: int = 2
+) -> MatmulTimes:
+    """X[B, D_X] · W[D_X, F] 在 N 个设备上、之后 AllReduce 输出 [B, F]：
+
+    T_math = 2BDF/(N·C)；T_comms = 2 · B·F·bytes / W_bidir（AllReduce = 2V/W_bidir，大 N / 偶数 N），
+    bf16 时即书中的 4BF/W。
+    """
+    out_bytes = _size(b, "B") * _size(f, "F") * _size(bytes_per_elem, "bytes_per_elem")
+    return MatmulTimes(t_math(matmul_flops(b, d, f) / _size(n), chip_flops), t_comms(2 * out_bytes, bidir_bw))
+
+
+def compute_bound_d_threshold(n: int, flops_per_s: float, bw: float, bytes_per_elem: int = 2) -> float:
+    """T_math > T_comms 的条件 D > N·C·bytes/W；bf16 时为 2NC/W（v5e、N=4：17,511；N=2：8,755）"""
+    return _size(n) * _rate(flops_per_s, "算力（FLOP/s）") * _size(bytes_per_elem, "bytes_per_elem") / _rate(bw)
+
+
+def is_compute_bound(d: int, n: int, flops_per_s: float, bw: float, bytes_per_elem: int = 2) -> bool:
+    """收缩维 D 是否大到让分片 matmul 受算力限制（compute-bound）：D > N·C·bytes/W"""
+    return _size(d, "D") > compute_bound_d_threshold(n, flops_per_s, bw, bytes_per_elem)
+
+
+def latency_threshold_bytes(ici_oneway_bw: float, hop_latency: float) -> float:
+    """每跳数据块小于 W_oneway × t_hop 时这一跳受延迟限制（v5e：4.5e10 × 1 µs = 45 kB，针对每跳的块）"""
+    return _rate(ici_oneway_bw) * _latency(hop_latency)
+
+
+# ---- 唯一入口：estimate ----
+
+COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
+_DISPLAY = dict(zip(COLLECTIVES, ("AllGather", "ReduceScatter", "AllReduce", "AllToAll")))
+_ALIASES = {
+    "allgather": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "psumscatter": "reduce_scatter",
+    "allreduce": "all_reduce",
+    "psum": "all_reduce",
+    "alltoall": "all_to_all",
+}
+_HALF = "⌊N/2⌋·max(t_hop, 2V/(N·W_bidir))"
+_LINE1 = "(N-1)·max(t_hop, (V/N)/W_oneway)"
+# 单轴：(有无 wraparound) → 集合通信 → (函数, 公式)；有 wraparound 时传 W_bidir，线形传 W_oneway
+_SINGLE_AXIS = {
+    True: {
+        "all_gather": (allgather_bidir_ring, _HALF),
+        "reduce_scatter": (reducescatter_bidir_ring, _HALF),
+        "all_reduce": (allreduce_bidir_ring, "2·" + _HALF),
+        "all_to_all": (alltoall_bidir_ring, "max(⌊N/2⌋·t_hop, ⌊N²/4⌋·V/(N²·W_bidir))"),
+    },
+    False: {
+        "all_gather": (allgather_line, _LINE1),
+        "reduce_scatter": (reducescatter_line, _LINE1),
+        "all_reduce": (allreduce_line, "2·" + _LINE1),
+        "all_to_all": (alltoall_line, "max((N-1)·t_hop, ⌊N²/4⌋·V/(N²·W_oneway))"),
+    },
+}
+_MULTI = "max(t_hop·Σh_i, V/ΣW_i)，有 wraparound 的轴 W_i = W_bidir、h_i = |X_i|/2，否则 W_oneway、|X_i|-1"
+_MULTI_AXIS = {
+    "all_gather": (allgather_multi_axis, _MULTI),
+    "reduce_scatter": (reducescatter_multi_axis, _MULTI),
+    "all_reduce": (allreduce_multi_axis, "2·" + _MULTI),
+    "all_to_all": (alltoall_nd, "max(t_hop·Σh_i, max_i V·X_i/(4·N·W_i))"),
+}
+_GPU_IN_NODE = {
+    "all_gather": (gpu_allgather_in_node, "V(N-1)/(N·W_nvlink)"),
+    "reduce_scatter": (gpu_reducescatter_in_node, "V(N-1)/(N·W_nvlink)"),
+    "all_reduce": (gpu_allreduce_in_node, "2V(N-1)/(N·W_nvlink)"),
+    "all_to_all": (gpu_alltoall_in_node, "V(N-1)/(N²·W_nvlink)"),
+}
+_GPU_CROSS = "V·max((G-1)/(G·W_nvlink), (M-1)/(M·W_node))"
+_GPU_CROSS_NODE = {
+    "all_gather": (gpu_allgather_cross_node, _GPU_CROSS),
+    "reduce_scatter": (gpu_reducescatter_cross_node, _GPU_CROSS),
+    "all_reduce": (gpu_allreduce_cross_node, "2" + _GPU_CROSS),
+}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """estimate() 的结果；time_s 为秒，regime 为 'bandwidth-bound' 或 'latency-bound'"""
+
+    collective: str
+    chip: str
+    nbytes: float
+    axes: tuple[tuple[str, int], ...]
+    time_s: float
+    regime: str
+    formula: str
+    bandwidth_term_s: float
+    wraparound: tuple[bool, ...] | None = None
+    hop_latency_s: float = 0.0
+
+    @property
+    def time_us(self) -> float:
+        return self.time_s * 1e6
+
+    def __str__(self) -> str:
+        axes = "，".join(f"{name}: {size}" for name, size in self.axes)
+        regime = "带宽受限" if self.regime == "bandwidth-bound" else "延迟受限"
+        return (
+            f"{_DISPLAY[self.collective]} 沿 {{{axes}}}，{self.chip}：约 {self.time_us:.1f} µs，"
+            f"{regime}（{self.regime}）\n公式（formula）：{self.formula}"
+        )
+
+
+def _canonical(collective: str) -> str:
+    key = re.sub(r"[\s_\-]+", "", str(collective).lower())
+    if key not in _ALIASES:
+        raise ValueError(
+            f"未知的集合通信（collective）{collective!r}：可选 {', '.join(COLLECTIVES)}（或 AllGather 等写法）"
+        )
+    return _ALIASES[key]
+
+
+def _resolve_axes(axes, mesh: Mapping[str, int] | None) -> list[tuple[str, int]]:
+    """把 axes（{轴名: 大小}，或轴名序列配合 mesh）整理成 [(轴名, 大小)]"""
+    if isinstance(axes, Mapping):
+        pairs = [(str(name), _size(size, f"轴 {name!r} 的大小")) for name, size in axes.items()]
+    elif mesh is None:
+        raise ValueError("axes 只给了轴名时，需要 mesh（轴名 → 大小）")
+    else:
+        names = (axes,) if isinstance(axes, str) else tuple(axes)
+        pairs = [(str(name), mesh.get(name, 0)) for name in names]
+    if not pairs:
+        raise ValueError("axes 不能为空：请给出集合通信经过的网格轴（mesh axes）")
+    bad = [name for name, size in pairs if mesh is not None and mesh.get(name) != size]
+    if bad:
+        raise ValueError(f"未知的网格轴（mesh axis）{bad}，或其大小与 mesh {dict(mesh)} 不符")
+    if len({name for name, _ in pairs}) != len(pairs):
+        raise ValueError(f"网格轴重复：{[name for name, _ in pairs]}")
+    return pairs
+
+
+def _estimate_gpu(coll: str, v: float, n: int, chip: hardware.GpuChip) -> tuple[float, str]:
+    w, g = chip.nvlink_bw_per_direction, chip.gpus_per_node
+    if n <= g:
+        fn, text = _GPU_IN_NODE[coll]
+        return fn(v, n, w), f"{text}，节点内（NVSwitch），N={n}，W_nvlink={w:.4g} B/s"
+    if n % g:
+        raise ValueError(f"{n} 个 GPU 不能整分成每节点 {g} 个的节点")
+    m, w_node = n // g, chip.node_scaleout_bw
+    if w_node is None:
+        raise ValueError(f"{chip.name} 的节点出口带宽（node_scaleout_bw）书中未给出，无法估算跨节点通信")
+    where = f"跨 M={m} 个节点，G={g}，W_nvlink={w:.4g} B/s，W_node={w_node:.4g} B/s"
+    if coll == "all_to_all":
+        return gpu_alltoall_cross_node(v, m, w_node), f"V(M-1)/(M²·W_node)，{where}"
+    fn, text = _GPU_CROSS_NODE[coll]
+    return fn(v, g, m, w, w_node), f"{text}，{where}"
+
+
+def estimate(
+    collective: str,
+    nbytes: float,
+    axes: Mapping[str, int] | Sequence[str] | str,
+    chip: str | hardware.Chip,
+    *,
+    mesh: Mapping[str, int] | None = None,
+    slice_shape: Sequence[int] | None = None,
+    hop_latency: float | None = None,
+) -> Estimate:
+    """估算一次集合通信的时间（秒）：nbytes 即上面约定的 V
+
+    axes：集合通信经过的轴 {轴名: 大小}，或轴名序列配合 mesh（轴名 → 大小）。
+    TPU：按 hardware.has_wraparound 逐轴判断 wraparound（slice_shape 默认取 mesh 的形状），
+    单轴用双向环或线形公式，多轴用多轴公式；hop_latency 默认取芯片的每跳延迟。
+    GPU：轴的总大小不超过节点时用节点内公式，否则用跨节点公式；GPU 公式不含延迟项。
+    模拟 CPU：名义值，每个轴都按有 wraparound 的环计算。
+    """
+    coll, v, chip = _canonical(collective), _bytes(nbytes), hardware.get_chip(chip)
+    pairs = _resolve_axes(axes, mesh)
+    sizes = [size for _, size in pairs]
+    common = dict(collective=coll, chip=chip.name, nbytes=v, axes=tuple(pairs))
+    if isinstance(chip, hardware.GpuChip):
+        if hop_latency:
+            raise ValueError("GPU 公式不含延迟项（latency not modelled）：请不要为 GPU 传 hop_latency")
+        t, formula = _estimate_gpu(coll, v, math.prod(sizes), chip)
+        return Estimate(**common, time_s=t, regime="bandwidth-bound", formula=formula, bandwidth_term_s=t)
+
+    lat = chip.hop_latency if hop_latency is None else _latency(hop_latency)
+    shape = slice_shape if slice_shape is not None else (tuple(mesh.values()) if mesh is not None else None)
+    if shape is None and isinstance(chip, hardware.EmulatedChip):
+        shape = tuple(sizes)
+    if shape is None:
+        raise ValueError(f"{chip.name} 需要 mesh 或 slice_shape 才能判断各轴有没有 wraparound")
+    wraps = tuple(hardware.has_wraparound(chip, size, shape) for size in sizes)
+    if len(pairs) == 1:
+        n, wrap = sizes[0], wraps[0]
+        fn, text = _SINGLE_AXIS[wrap][coll]
+        bw = chip.ici_bidir_bw if wrap else chip.ici_oneway_bw
+        kind = "双向环（有 wraparound）" if wrap else "线形（line，无 wraparound）"
+        text = f"{text}，{kind}，N={n}"
+
+        def run(latency: float) -> float:
+            return fn(v, n, bw, latency)
+    else:
+        fn, text = _MULTI_AXIS[coll]
+        text = f"{text}，轴 {sizes}，wraparound {list(wraps)}"
+
+        def run(latency: float) -> float:
+            return fn(v, sizes, chip.ici_bidir_bw, latency, wraps)
+
+    t, t_bw = run(lat), run(0.0)
+    regime = "latency-bound" if t > t_bw else "bandwidth-bound"
+    formula = f"{text}，V={v:.4g} B，W_oneway={chip.ici_oneway_bw:.4g} B/s，t_hop={lat:.3g} s"
+    return Estimate(
+        **common, time_s=t, regime=regime, formula=formula, bandwidth_term_s=t_bw, wraparound=wraps, hop_latency_s=lat
+    )
