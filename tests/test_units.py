@@ -61,3 +61,19 @@ def test_glue_with_myst_nb(monkeypatch):
     monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: calls.append((name, value, display)))
     notebook.glue("x", 1.5)
     assert calls == [("x", 1.5, False)]
+
+
+def test_glue_shows_figures_without_myst_nb(monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from IPython import display as ipd
+
+    shown = []
+    monkeypatch.setitem(sys.modules, "myst_nb", None)
+    monkeypatch.setattr(ipd, "display", lambda v: shown.append(v))
+    fig, _ = plt.subplots()
+    notebook.glue("fig-x", fig)
+    plt.close(fig)
+    assert shown == [fig]

@@ -1,7 +1,8 @@
 """笔记本里的小工具：把算出的数字交给正文（glue）
 
 在构建网站时，myst-nb 的 ``glue`` 把值存进笔记本输出，正文用 ``{glue:text}`name``` 引用；
-在 Colab 或没有 myst-nb 的环境里，同一个调用只是把值记下来（``display=True`` 时打印），不会报错。
+在 Colab 或没有 myst-nb 的环境里，同一个调用只是把值记下来：数字在 ``display=True`` 时打印，
+图（matplotlib Figure）总是直接显示，这样读者在 Colab 上也能看到图。
 """
 
 from __future__ import annotations
@@ -11,13 +12,21 @@ from typing import Any
 GLUED: dict[str, Any] = {}
 
 
+def _is_figure(value: Any) -> bool:
+    return type(value).__module__.startswith("matplotlib") and hasattr(value, "savefig")
+
+
 def glue(name: str, value: Any, display: bool = False) -> Any:
     """记下一个供正文引用的值；有 myst-nb 时交给 myst_nb.glue"""
     GLUED[name] = value
     try:
         from myst_nb import glue as myst_glue
     except ImportError:
-        if display:
+        if _is_figure(value):
+            from IPython.display import display as show
+
+            show(value)
+        elif display:
             print(f"{name} = {value}")
         return value
     myst_glue(name, value, display=display)
