@@ -77,3 +77,10 @@ def test_glue_shows_figures_without_myst_nb(monkeypatch):
     notebook.glue("fig-x", fig)
     plt.close(fig)
     assert shown == [fig]
+
+
+def test_md_table():
+    md = notebook.md_table(["a", "b|c"], [[1, None], ["x\ny", 2.5]])
+    assert md.data.splitlines() == ["| a | b\\|c |", "|---|---|", "| 1 | — |", "| x y | 2.5 |"]
+    with pytest.raises(ValueError, match="2 列"):
+        notebook.md_table(["a", "b"], [[1]])

@@ -31,3 +31,18 @@ def glue(name: str, value: Any, display: bool = False) -> Any:
         return value
     myst_glue(name, value, display=display)
     return value
+
+
+def md_table(headers: list[str], rows: list[list[Any]]):
+    """由代码生成的 Markdown 表格（网站与 Colab 都能渲染）：``md_table(['芯片', '带宽'], [['v5e', '45 GB/s']])``"""
+    from IPython.display import Markdown
+
+    if any(len(r) != len(headers) for r in rows):
+        raise ValueError(f"每一行都必须有 {len(headers)} 列（与表头相同）")
+
+    def cell(x: Any) -> str:
+        return ("—" if x is None else str(x)).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(x) for x in r) + " |" for r in rows]
+    return Markdown("\n".join(lines))
