@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from shardlab import hardware
+from shardlab import hardware, units
 
 # ---- 输入检查 ----
 
@@ -461,7 +461,7 @@ class Estimate:
         axes = "，".join(f"{name}: {size}" for name, size in self.axes)
         regime = "带宽受限" if self.regime == "bandwidth-bound" else "延迟受限"
         return (
-            f"{_DISPLAY[self.collective]} 沿 {{{axes}}}，{self.chip}：约 {self.time_us:.1f} µs，"
+            f"{_DISPLAY[self.collective]} 沿 {{{axes}}}，{self.chip}：约 {units.fmt_time(self.time_s)}，"
             f"{regime}（{self.regime}）\n公式（formula）：{self.formula}"
         )
 
