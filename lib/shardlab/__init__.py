@@ -9,6 +9,8 @@
 - torus：环、线与环面（torus）拓扑，以及每一步哪些数据块走哪条有向链路（schedule）
 - ring：按 schedule 真实搬运数据块的模拟器，逐步记录内容并计数每条链路的字节
 - collectives：JAX shard_map 版本的集合通信与 HLO 检查
+- sharding：分片记号 A[I_X, J_Y]{U_X} ⇄ PartitionSpec，本地形状、字节数与复制份数
+- planner：分片矩阵乘法的规划器（四种情形、需要的集合通信、备选方案、T_math 与 T_comms）
 - collective_matmul：AllGather-matmul 与 matmul-ReduceScatter 的通信/计算重叠（ppermute 环）
 - megatron：Megatron 列并行 + 行并行 MLP（有无序列并行），以及前向/反向各插入多少集合通信
 - units、notebook：单位格式化；把算出的数字交给正文（glue）

@@ -1,0 +1,506 @@
+"""分片矩阵乘法的规划器（planner）：A[I, J] ·_J B[J, K] → C[I, K] 需要哪些集合通信、各要多久
+
+四种情形（出处：How To Scale Your Model, sharding.md「Case 1–4」；用我们自己的话写在第 6 章）：
+
+- Case 1：两个乘数的收缩维（contracting dim）J 都没有切分：直接本地 matmul，不需要通信；
+- Case 2：恰有一个乘数的 J 被切分：先 AllGather 它，或者把另一个乘数按同样的轴本地切片（免费），
+  本地 matmul 得到部分和 C{U_X}，再 AllReduce（或 ReduceScatter / 直接 AllToAll 到想要的输出）；
+- Case 3：两个乘数的 J 沿同样的轴切分：本地 matmul 得到 C{U_X}，再 AllReduce 或 ReduceScatter；
+- Case 4：A 与 B 的非收缩维沿同一个网格轴切分：原样不合法（每台设备只能算出对角块），
+  先 AllGather 其中一个乘数。
+
+规划方法：把“本地 matmul 之前”与“之后”各看成一张状态图——状态是当时的分片记号，
+边是一次集合通信（AllGather 去掉切分轴，AllToAll 把一个轴移到另一维，AllReduce / ReduceScatter 处理未规约轴）
+或一次免费的本地切片（dynamic-slice，给一个维度加上没用过的轴）。
+对每个能合法做本地 matmul 的状态，用 Dijkstra 找通信最省的前后两段路径，得到一个选项（MatmulOption）；
+选项按 T_comms 排序（其次每设备 FLOPs），最便宜的就是 chosen。
+
+时间都来自 `shardlab.cost.estimate`（V 的约定见 REFERENCE §1：AllGather 取收集后的大小，
+AllReduce / ReduceScatter 取每设备未规约缓冲区的大小，AllToAll 取参与设备上的整个数组）。
+T_math = 每设备 FLOPs / 芯片算力（int8 用 ops_int8，其余按 bf16 的 flops_bf16）。
+本模块不导入 JAX。
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from shardlab import cost, hardware
+from shardlab.sharding import (
+    ShardedSpec,
+    ShardingError,
+    bytes_per_device,
+    local_shape,
+    mesh_sizes,
+    parse,
+    validate,
+)
+from shardlab.units import fmt_bytes, fmt_num, fmt_time
+
+__all__ = ["HLO_NAMES", "CollectiveStep", "MatmulOption", "MatmulPlan", "plan_matmul"]
+
+COLLECTIVE_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
+DISPLAY = dict(zip(COLLECTIVE_KINDS, ("AllGather", "ReduceScatter", "AllReduce", "AllToAll")))
+# 编译后 HLO 里的指令名（`shardlab.collectives.hlo_collectives` 的输出）
+HLO_NAMES = dict(zip(COLLECTIVE_KINDS, ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")))
+
+
+@dataclass(frozen=True)
+class CollectiveStep:
+    """一次集合通信：kind 沿 axes，作用在 operand（'A'、'B' 或输出 'C'）上
+
+    nbytes 是 V（REFERENCE §1 的约定），time_s 来自 cost.estimate；before / after 是前后的分片记号。
+    """
+
+    kind: str
+    axes: tuple[str, ...]
+    operand: str
+    nbytes: float
+    time_s: float
+    before: str
+    after: str
+    regime: str = "bandwidth-bound"
+
+    @property
+    def bytes(self) -> float:
+        return self.nbytes
+
+    @property
+    def name(self) -> str:
+        """AllGather_X、ReduceScatter_XY 这样的名字"""
+        return (
+            f"{DISPLAY[self.kind]}_{''.join(self.axes) if all(len(a) == 1 for a in self.axes) else ','.join(self.axes)}"
+        )
+
+    @property
+    def hlo_name(self) -> str:
+        return HLO_NAMES[self.kind]
+
+    @property
+    def notation(self) -> str:
+        """``AllGather_X: A[I_X, J] → A[I, J]``"""
+        return f"{self.name}: {self.before} → {self.after}"
+
+    def __str__(self) -> str:
+        regime = "，延迟受限" if self.regime == "latency-bound" else ""
+        return f"{self.notation}（V = {fmt_bytes(self.nbytes)}，约 {fmt_time(self.time_s)}{regime}）"
+
+
+@dataclass(frozen=True)
+class MatmulOption:
+    """一种做法：本地 matmul 之前的通信、本地 matmul、之后的通信
+
+    a_local / b_local / c_local 是本地 matmul 时的分片（c_local 可能带未规约轴）；
+    trace 按顺序列出每一步（集合通信、免费的本地切片 dynamic-slice、本地 matmul），供打印。
+    """
+
+    steps: tuple[CollectiveStep, ...]
+    trace: tuple[str, ...]
+    a_local: ShardedSpec
+    b_local: ShardedSpec
+    c_local: ShardedSpec
+    out: ShardedSpec
+    flops_per_device: int
+    t_math: float
+
+    @property
+    def t_comms(self) -> float:
+        """各次通信的时间之和（一次接一次，不互相重叠）"""
+        return sum(s.time_s for s in self.steps)
+
+    @property
+    def t_total(self) -> float:
+        """不重叠时的总时间 T_math + T_comms"""
+        return self.t_math + self.t_comms
+
+    @property
+    def t_overlapped(self) -> float:
+        """通信与计算完全重叠（collective matmul）时的下界 max(T_math, T_comms)"""
+        return max(self.t_math, self.t_comms)
+
+    @property
+    def bound(self) -> str:
+        return "compute-bound" if self.t_math > self.t_comms else "communication-bound"
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """按顺序的集合通信种类，如 ('all_gather', 'all_reduce')"""
+        return tuple(s.kind for s in self.steps)
+
+    @property
+    def hlo_kinds(self) -> frozenset[str]:
+        """XLA 编译后应出现的集合通信指令名集合，如 {'all-gather'}"""
+        return frozenset(s.hlo_name for s in self.steps)
+
+    @property
+    def slices(self) -> tuple[str, ...]:
+        """免费的本地切片（dynamic-slice，不通信）"""
+        return tuple(t for t in self.trace if t.startswith("本地切片"))
+
+    @property
+    def label(self) -> str:
+        """一行概括：``AllGather_X(A) → 本地 matmul → AllReduce_Y(C)``"""
+        before = [f"{s.name}({s.operand})" for s in self.steps if s.operand != "C"]
+        after = [f"{s.name}(C)" for s in self.steps if s.operand == "C"]
+        return " → ".join([*before, "本地 matmul", *after])
+
+    def describe(self) -> str:
+        head = f"{self.label}：T_comms ≈ {fmt_time(self.t_comms)}，每设备 {fmt_num(self.flops_per_device)} FLOPs"
+        return "\n".join([head, *(f"    {t}" for t in self.trace)])
+
+
+_CASE_TEXT = {
+    1: "Case 1：收缩维没有切分，本地 matmul 不需要通信",
+    2: "Case 2：恰有一个乘数的收缩维被切分",
+    3: "Case 3：两个乘数的收缩维都被切分",
+    4: "Case 4：两个乘数的非收缩维沿同一个网格轴切分，原样不合法，必须先 AllGather 其中一个",
+}
+
+
+@dataclass(frozen=True)
+class MatmulPlan:
+    """`plan_matmul` 的结果：情形、选中的做法与其他选项、FLOPs、T_math、T_comms 与瓶颈"""
+
+    a: ShardedSpec
+    b: ShardedSpec
+    contract: str
+    mesh: Mapping[str, int]
+    chip: str
+    shapes: Mapping[str, int]
+    dtype: str
+    case: int
+    notes: tuple[str, ...]
+    chosen: MatmulOption
+    alternatives: tuple[MatmulOption, ...] = field(repr=False)
+
+    # -- 选中做法的数字 --
+
+    @property
+    def steps(self) -> tuple[CollectiveStep, ...]:
+        return self.chosen.steps
+
+    @property
+    def out(self) -> ShardedSpec:
+        return self.chosen.out
+
+    @property
+    def flops_per_device(self) -> int:
+        return self.chosen.flops_per_device
+
+    @property
+    def t_math(self) -> float:
+        return self.chosen.t_math
+
+    @property
+    def t_comms(self) -> float:
+        return self.chosen.t_comms
+
+    @property
+    def bound(self) -> str:
+        return self.chosen.bound
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return self.chosen.kinds
+
+    def find(self, hlo_kinds: Sequence[str] | frozenset[str]) -> MatmulOption | None:
+        """第一个（最便宜的）集合通信指令集合等于 hlo_kinds 的选项；用来核对 XLA 选的做法"""
+        wanted = frozenset(hlo_kinds)
+        return next((o for o in self.alternatives if o.hlo_kinds == wanted), None)
+
+    def explain(self, n_alternatives: int = 3) -> str:
+        """一段可以直接印在书里的中文说明"""
+        total = math.prod(self.mesh.values())
+        head = (
+            f"{self.a} ·_{self.contract} {self.b} → {self.out}，网格 {dict(self.mesh)}（{total} 台设备），{self.chip}"
+        )
+        lines = [head, _CASE_TEXT[self.case], *self.notes, "选中的做法（通信最省）：", "  " + self.chosen.describe()]
+        bound = "受算力限制（compute-bound）" if self.bound == "compute-bound" else "受通信限制（communication-bound）"
+        lines.append(
+            f"  每设备 FLOPs = {fmt_num(self.flops_per_device)}，T_math ≈ {fmt_time(self.t_math)}，"
+            f"T_comms ≈ {fmt_time(self.t_comms)}：{bound}"
+        )
+        others = [o for o in self.alternatives if o is not self.chosen][:n_alternatives]
+        if others:
+            lines.append("其他做法：")
+            lines += ["  " + o.describe().replace("\n", "\n  ") for o in others]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()
+
+
+# ---- 状态图上的一步 ----
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    sizes: tuple[tuple[str, int], ...]
+    shapes: tuple[tuple[str, int], ...]
+    dtype: str
+    chip: object
+    slice_shape: tuple[int, ...] | None
+    hop_latency: float | None
+
+    @functools.cached_property
+    def mesh(self) -> dict[str, int]:
+        return dict(self.sizes)
+
+    def nbytes(self, spec: ShardedSpec) -> int:
+        return bytes_per_device(spec, dict(self.shapes), self.mesh, self.dtype)
+
+    @functools.lru_cache(maxsize=65536)  # noqa: B019 -- _Ctx 不可变，缓存随它的生命周期
+    def fits(self, spec: ShardedSpec) -> bool:
+        try:
+            validate(spec, self.mesh, dict(self.shapes))
+        except ShardingError:
+            return False
+        return True
+
+    def step(self, kind: str, axes: tuple[str, ...], operand: str, before: ShardedSpec, after: ShardedSpec):
+        if kind == "all_gather":
+            v = self.nbytes(after)  # 收集之后的大小
+        elif kind == "all_to_all":
+            v = self.nbytes(before) * math.prod(self.mesh[a] for a in axes)  # 参与设备上的整个数组
+        else:
+            v = self.nbytes(before)  # 未规约缓冲区
+        est = _estimate(kind, v, axes, self)
+        return CollectiveStep(kind, axes, operand, v, est.time_s, str(before), str(after), est.regime)
+
+
+@functools.lru_cache(maxsize=4096)
+def _estimate(kind: str, v: float, axes: tuple[str, ...], ctx: _Ctx) -> cost.Estimate:
+    return cost.estimate(
+        kind, v, axes, ctx.chip, mesh=ctx.mesh, slice_shape=ctx.slice_shape, hop_latency=ctx.hop_latency
+    )
+
+
+def _subsets(axes: tuple[str, ...]):
+    for r in range(1, len(axes) + 1):
+        yield from itertools.combinations(axes, r)
+
+
+def _moves(spec: ShardedSpec, ctx: _Ctx, slice_dims: Sequence[str], reduce: str | None):
+    """从 spec 出发的一步：(新记号, 种类, 轴)；种类 'slice' 表示免费的本地切片
+
+    reduce：'all_reduce' 或 'reduce_scatter' 表示怎样处理未规约轴，None 表示不处理。
+    """
+    free = [a for a in ctx.mesh if a not in spec.axes]
+    for dim, axes in spec.dims:
+        for gone in _subsets(axes):
+            yield spec.with_axes(dim, tuple(a for a in axes if a not in gone)), "all_gather", gone
+        for a in axes:
+            for other, other_axes in spec.dims:
+                if other != dim:
+                    moved = spec.with_axes(dim, tuple(x for x in axes if x != a)).with_axes(other, (*other_axes, a))
+                    yield moved, "all_to_all", (a,)
+        if dim in slice_dims:
+            for a in free:
+                yield spec.with_axes(dim, (*axes, a)), "slice", (a,)
+    if spec.unreduced and reduce == "all_reduce":
+        for gone in _subsets(spec.unreduced):
+            yield spec.with_unreduced(tuple(a for a in spec.unreduced if a not in gone)), "all_reduce", gone
+    if spec.unreduced and reduce == "reduce_scatter":
+        for gone in _subsets(spec.unreduced):
+            rest = spec.with_unreduced(tuple(a for a in spec.unreduced if a not in gone))
+            for dim, axes in spec.dims:
+                yield rest.with_axes(dim, (*axes, *gone)), "reduce_scatter", gone
+
+
+@functools.lru_cache(maxsize=65536)
+def _edges(spec: ShardedSpec, ctx: _Ctx, slice_dims: tuple[str, ...], reduce: str | None):
+    """从 spec 出发的合法一步及其时间：[(新记号, 种类, 轴, 秒)]（维度不能整除的记号跳过）"""
+    out = []
+    for new, kind, axes in _moves(spec, ctx, slice_dims, reduce):
+        if ctx.fits(new):
+            out.append((new, kind, axes, 0.0 if kind == "slice" else ctx.step(kind, axes, "", spec, new).time_s))
+    return tuple(out)
+
+
+def _dijkstra(starts: Sequence[ShardedSpec], ctx: _Ctx, slice_dims, reduce, roles: Sequence[str], limit: int = 2):
+    """多个数组联合状态 (spec, ...) 上的最短路；代价 (T_comms, 通信次数, 切片次数)，至多 limit 次通信
+
+    免费切片过的轴不能再被同一个数组 AllGather（否则“切片后多轴 AllGather”会冒充更快的单轴 AllGather）。
+    返回 {(spec, ...): (代价, 路径)}，路径是 (角色, 种类, 轴, 之前, 之后) 的元组。
+    """
+    start = (tuple(starts), frozenset())
+    best = {start: ((0.0, 0, 0), ())}
+    heap = [((0.0, 0, 0), 0, start)]
+    counter = itertools.count(1)
+    while heap:
+        key, _, state = heapq.heappop(heap)
+        if best[state][0] < key:
+            continue
+        (specs, sliced), path = state, best[state][1]
+        for n, spec in enumerate(specs):
+            for new, kind, axes, t in _edges(spec, ctx, slice_dims[n], reduce):
+                if kind == "slice":
+                    new_key, new_sliced = (key[0], key[1], key[2] + 1), sliced | {(n, axes[0])}
+                elif key[1] < limit and not (kind == "all_gather" and any((n, x) in sliced for x in axes)):
+                    new_key, new_sliced = (key[0] + t, key[1] + 1, key[2]), sliced
+                else:
+                    continue
+                nxt = (specs[:n] + (new,) + specs[n + 1 :], new_sliced)
+                if nxt not in best or new_key < best[nxt][0]:
+                    best[nxt] = (new_key, (*path, (roles[n], kind, axes, spec, new)))
+                    heapq.heappush(heap, (new_key, next(counter), nxt))
+    result = {}
+    for (specs, _), (key, path) in best.items():
+        if specs not in result or key < result[specs][0]:
+            result[specs] = (key, path)
+    return result
+
+
+# ---- 入口 ----
+
+
+def _classify(a: ShardedSpec, b: ShardedSpec, i: str, j: str, k: str) -> tuple[int, tuple[str, ...]]:
+    a_i, a_j, b_j, b_k = a.axes_of(i), a.axes_of(j), b.axes_of(j), b.axes_of(k)
+    notes = []
+    clash = [x for x in a_i if x in b_k]
+    if a_j and b_j and a_j != b_j:
+        notes.append(f"两个乘数的收缩维切分轴不同（{j}_{''.join(a_j)} 与 {j}_{''.join(b_j)}），要先对齐")
+    cross = [x for x in a_j if x in b_k] + [x for x in b_j if x in a_i]
+    if cross:
+        notes.append(f"轴 {', '.join(cross)} 在一个乘数里切收缩维、在另一个里切非收缩维：原样不能本地 matmul")
+    if clash:
+        if a_j or b_j:
+            notes.append("收缩维也被切分：修好冲突之后还要处理部分和（同 Case 2 / 3）")
+        return 4, tuple(notes)
+    if a_j and b_j:
+        return 3, tuple(notes)
+    return (2 if a_j or b_j else 1), tuple(notes)
+
+
+def plan_matmul(
+    a: ShardedSpec | str,
+    b: ShardedSpec | str,
+    contract: str,
+    mesh,
+    chip: str | hardware.Chip = "cpu",
+    *,
+    shapes: Mapping[str, int],
+    dtype: str = "bf16",
+    out: ShardedSpec | str | None = None,
+    slice_shape: Sequence[int] | None = None,
+    hop_latency: float | None = None,
+) -> MatmulPlan:
+    """规划 a ·_contract b：``plan_matmul("A[I_X, J]", "B[J, K_Y]", "J", {'X': 2, 'Y': 4}, "v5e", shapes=...)``
+
+    a、b 是二维的分片记号（字符串或 ShardedSpec），contract 是收缩维的名字；
+    shapes 给出每个维度名的大小（{'I': ..., 'J': ..., 'K': ...}）；mesh 是 {'X': 2, 'Y': 4} 或 jax Mesh；
+    out 是想要的输出分片（如 "C[I_X, K]" 或 "C[I, K]{U_X}"），省略时输出不带未规约轴、
+    只用 AllReduce 求和、不另加切分（Case 4 里两种修法的输出不同，取通信最省的）。
+    slice_shape、hop_latency 原样交给 cost.estimate（TPU 需要 slice_shape 或与 torus 维数相同的 mesh）。
+    """
+    a, b = parse(a), parse(b)
+    sizes = mesh_sizes(mesh)
+    shapes = {str(d): int(n) for d, n in shapes.items()}
+    for spec in (a, b):
+        if spec.ndim != 2 or spec.unreduced:
+            raise ShardingError(f"{spec}：规划器只处理二维、不带未规约轴的乘数")
+        validate(spec, sizes, shapes)
+    if contract not in a.dim_names or contract not in b.dim_names:
+        raise ShardingError(f"收缩维 {contract!r} 必须同时出现在 {a} 与 {b} 里")
+    i = next(d for d in a.dim_names if d != contract) if len(set(a.dim_names)) == 2 else None
+    k = next(d for d in b.dim_names if d != contract) if len(set(b.dim_names)) == 2 else None
+    if i is None or k is None or i == k:
+        raise ShardingError(f"{a} ·_{contract} {b}：两个非收缩维必须各不相同，也不同于收缩维")
+    targets = None
+    if out is not None:
+        wanted = parse(out)
+        if wanted.dim_names != (i, k):
+            raise ShardingError(f"想要的输出 {wanted} 的维度应是 [{i}, {k}]（A 的非收缩维在前）")
+        targets = (validate(wanted, sizes, shapes),)
+    ctx = _Ctx(
+        tuple(sizes.items()),
+        tuple(shapes.items()),
+        dtype,
+        hardware.get_chip(chip),
+        None if slice_shape is None else tuple(slice_shape),
+        hop_latency,
+    )
+    case, notes = _classify(a, b, i, k=k, j=contract)
+    if targets is None:
+        # 不另加切分、不留未规约轴；Case 4 的冲突轴从 I 或从 K 上去掉，两种输出都算
+        a_i, b_k = a.axes_of(i), b.axes_of(k)
+        targets = tuple(
+            dict.fromkeys(
+                ShardedSpec(
+                    "C", ((i, tuple(x for x in a_i if x not in drop_i)), (k, tuple(x for x in b_k if x not in drop_k)))
+                )
+                for drop_i, drop_k in ((set(a_i) & set(b_k), ()), ((), set(a_i) & set(b_k)))
+            )
+        )
+    flops_rate = ctx.chip.ops_int8 if dtype == "int8" else ctx.chip.flops_bf16
+    before = _dijkstra((a, b), ctx, ((i, contract), (contract, k)), None, ("A", "B"))
+    options = []
+    for (a_loc, b_loc), (_, path_in) in before.items():
+        if a_loc.axes_of(contract) != b_loc.axes_of(contract) or set(a_loc.axes_of(i)) & set(b_loc.axes_of(k)):
+            continue  # 这个状态不能合法地本地 matmul
+        local = dict(zip(a_loc.dim_names, local_shape(a_loc, shapes, sizes)))
+        local.update(zip(b_loc.dim_names, local_shape(b_loc, shapes, sizes)))
+        flops = 2 * local[i] * local[contract] * local[k]
+        for target in targets:
+            c_loc = ShardedSpec(target.name, ((i, a_loc.axes_of(i)), (k, b_loc.axes_of(k))), a_loc.axes_of(contract))
+            # 部分和的两种处理：只用 AllReduce，或只用 ReduceScatter（之后可再 AllGather / AllToAll）
+            for mode in ("all_reduce", "reduce_scatter") if c_loc.unreduced else (None,):
+                after = _dijkstra((c_loc,), ctx, ((i, k),), mode, ("C",))
+                goal = (target,)
+                if goal in after:
+                    option = _option(path_in + after[goal][1], (a_loc, b_loc, c_loc), flops, flops_rate, ctx)
+                    if option is not None:
+                        options.append(option)
+    options = _prune(options)
+    if not options:
+        raise ShardingError(f"{a} ·_{contract} {b}：在网格 {sizes} 上得不到输出 {targets[0]}")
+    return MatmulPlan(
+        a, b, contract, sizes, ctx.chip.name, shapes, dtype, case, notes, options[0], tuple(options)
+    )  # fmt: skip
+
+
+def _option(path, local: tuple[ShardedSpec, ...], flops, flops_rate, ctx: _Ctx) -> MatmulOption | None:
+    """把路径变成 MatmulOption；先免费切片、后又把同一个轴 AllGather 回来的绕路做法返回 None"""
+    a_loc, b_loc, c_loc = local
+    steps, trace, sliced = [], [], set()
+    contract = next(d for d in a_loc.dim_names if d in b_loc.dim_names)
+    matmul = f"本地 matmul：{a_loc} · {b_loc} → {c_loc}"
+    for role, kind, axes, before, after in path:
+        if role == "C" and matmul not in trace:
+            trace.append(matmul)
+        if kind == "slice":
+            trace.append(f"本地切片（dynamic-slice，无通信）：{before} → {after}")
+            dim = next(d for (d, x), (_, y) in zip(after.dims, before.dims) if x != y)
+            sliced |= {(role, axes[0])} | ({("C", axes[0])} if dim != contract else set())
+        else:
+            if kind == "all_gather" and any((role, x) in sliced for x in axes):
+                return None
+            steps.append(ctx.step(kind, axes, role, before, after))
+            trace.append(str(steps[-1]))
+    if matmul not in trace:
+        trace.append(matmul)
+    return MatmulOption(
+        tuple(steps), tuple(trace), a_loc, b_loc, c_loc, _path_out(path, c_loc), flops, cost.t_math(flops, flops_rate)
+    )
+
+
+def _path_out(path, c_loc: ShardedSpec) -> ShardedSpec:
+    """路径最后一步之后 C 的分片（没有输出端的步骤时就是本地 matmul 的结果）"""
+    outs = [after for role, *_, after in path if role == "C"]
+    return outs[-1] if outs else c_loc
+
+
+def _prune(options: list[MatmulOption]) -> list[MatmulOption]:
+    """按 (T_comms, 每设备 FLOPs, 通信次数, 切片次数) 排序并去掉重复"""
+    seen, kept = set(), []
+    for o in sorted(options, key=lambda o: (o.t_comms, o.flops_per_device, len(o.steps), len(o.slices))):
+        sig = o.trace
+        if sig not in seen:
+            seen.add(sig)
+            kept.append(o)
+    return kept
