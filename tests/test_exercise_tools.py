@@ -1,0 +1,123 @@
+"""生成练习的 strip 步骤与答案导出代码"""
+
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tools import make_exercises  # noqa: E402
+
+from shardlab.export import ExportItem, export_source, parse_exports  # noqa: E402
+
+MASTER = """---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+<!-- EXERCISE: # 练习 -->
+<!-- BEGIN SOLUTION -->
+# 解答
+<!-- END SOLUTION -->
+
+题目：算一个数。
+
+```{code-cell} ipython3
+:tags: [ch05-p4]
+
+# STUB: p4 = ...  # 比值
+# BEGIN SOLUTION
+p4 = 8 * 2
+# END SOLUTION
+```
+
+```{code-cell} ipython3
+:tags: [solution]
+
+print("只在解答里")
+```
+
+```{code-cell} ipython3
+:tags: [ch05-p3-fn]
+
+def ratio(n, bidirectional):
+    \"\"\"比值\"\"\"
+    # STUB: ...
+    # BEGIN SOLUTION
+    return 0.25 if bidirectional else 0.5
+    # END SOLUTION
+```
+
+```{code-cell} ipython3
+# BEGIN SOLUTION
+helper = 1
+# END SOLUTION
+```
+"""
+
+
+def _strip(text):
+    return make_exercises.strip(jupytext.reads(text, fmt="md:myst"), "test")
+
+
+def test_strip_removes_solutions_and_keeps_stubs():
+    nb = _strip(MASTER)
+    sources = [c.source for c in nb.cells]
+    assert sources[0] == "# 练习\n\n题目：算一个数。"
+    assert sources[1] == "p4 = ...  # 比值"
+    assert nb.cells[1].metadata["tags"] == ["ch05-p4"]
+    assert sources[2] == 'def ratio(n, bidirectional):\n    """比值"""\n    ...'
+    assert sources[3] == "..."
+    assert not any("只在解答里" in s or "8 * 2" in s or "解答" in s for s in sources)
+
+
+@pytest.mark.parametrize(
+    ("code", "msg"),
+    [
+        ("# BEGIN SOLUTION\nx = 1", "没有对应的 END"),
+        ("# END SOLUTION", "之前没有 BEGIN"),
+        ("# BEGIN SOLUTION\n# BEGIN SOLUTION\n# END SOLUTION", "嵌套"),
+    ],
+)
+def test_strip_rejects_broken_markup(code, msg):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    with pytest.raises(make_exercises.MarkupError, match=msg):
+        make_exercises.strip(nb)
+
+
+def test_strip_rejects_broken_markdown_markup():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("<!-- BEGIN SOLUTION -->\n秘密")])
+    with pytest.raises(make_exercises.MarkupError, match="Markdown"):
+        make_exercises.strip(nb)
+
+
+def test_exercises_are_up_to_date():
+    assert make_exercises.main(["--check"]) == 0, "运行 make exercises"
+
+
+def test_export_source_runs_and_reports_plain_data(capsys):
+    items = [
+        ExportItem("a", "x"),
+        ExportItem("b", "missing_var"),
+        ExportItem("c", "stub"),
+        ExportItem("d", "f", "function", ((2,), (0,))),
+        ExportItem("e", "text"),
+    ]
+    namespace = {"x": 2.5, "stub": ..., "f": lambda n: 1 / n, "text": "abc"}
+    exec(export_source(items), namespace)
+    got = parse_exports(capsys.readouterr().out)
+    assert got["a"] == {"value": 2.5}
+    assert "error" in got["b"]
+    assert got["c"] == {"missing": True}
+    assert got["d"]["cases"][0] == {"value": 0.5} and "ZeroDivisionError" in got["d"]["cases"][1]["error"]
+    assert "error" in got["e"]
+    assert "__shardlab_export" not in namespace
