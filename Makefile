@@ -7,6 +7,7 @@ BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.installed
 COMPAT     := .venv-compat
 JOBS       ?= 2
+MATHJAX    := node_modules/.mathjax-installed
 
 # 笔记本与测试默认用 8 个模拟 CPU 设备；内核从 .venv 的 kernelspec 启动
 export COURSE_PROFILE ?= cpu
@@ -14,12 +15,15 @@ export XLA_FLAGS ?= --xla_force_host_platform_device_count=8
 export JUPYTER_PATH := $(CURDIR)/$(VENV)/share/jupyter
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help venv book test test-fast sync check-sync coverage lint test-compat clean
+.PHONY: help venv book test test-fast test-site mathjax sync check-sync coverage lint test-compat clean
 
 help:
 	@echo "make book         建环境（首次）并从头构建网站，执行全部笔记本"
 	@echo "make test         建环境（首次）并运行全部测试：单元测试、所有笔记本、一致性检查、一次完整构建"
+	@echo "make test-site    构建网站，在 Chromium 里打开每一页检查（数学式、图片、链接、控制台、外部请求），截图到 _build/screenshots/"
 	@echo "make sync         重新生成与 .md 配对的 .ipynb（不含输出）"
+	@echo "make exercises    由 solutions/ 重新生成 exercises/ 的练习笔记本"
+	@echo "make answer-key   运行解答笔记本，写出 build/answer_key.json"
 	@echo "make coverage     单元测试 + shardlab 行覆盖率"
 	@echo "make test-compat  用 jax 0.7.2（Colab 的版本）跑运行时测试和一个演示"
 	@echo "make lint         ruff 检查"
@@ -33,13 +37,24 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	@touch $@
 
-book: $(STAMP)
+# 网站自带的 MathJax：按 package-lock.json 从 npm 安装（node_modules 不提交；构建时由 tools/site_assets.py 复制进网站）
+mathjax: $(MATHJAX)
+
+$(MATHJAX): package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	@touch $@
+
+book: $(STAMP) $(MATHJAX)
 	rm -rf _build
 	$(BIN)/jupyter-book build -W -n --keep-going .
 	@echo "网站已构建：$(CURDIR)/_build/html/index.html"
 
-test: $(STAMP)
+test: $(STAMP) $(MATHJAX)
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
+
+# 浏览器测试用刚构建的 _build/html（make test 里它自己在临时目录构建一份）
+test-site: book
+	SHARDLAB_SITE=$(CURDIR)/_build/html $(BIN)/python -m pytest -v tests/test_site.py
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile -m "not slow"
@@ -49,6 +64,12 @@ sync: $(STAMP)
 
 check-sync: $(STAMP)
 	$(BIN)/python tools/nbsync.py --check
+
+exercises: $(STAMP)
+	$(BIN)/python tools/make_exercises.py
+
+answer-key: $(STAMP)
+	$(BIN)/python tools/answer_key.py
 
 coverage: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests -m "not slow" \

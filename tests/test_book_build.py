@@ -1,7 +1,5 @@
-"""从零构建整本书：每个笔记本都被执行，任何单元错误、断链或 Sphinx 警告都让构建失败"""
+"""从零构建整本书（tests/conftest.py 的 built_site）：每个笔记本都被执行，任何单元错误、断链或 Sphinx 警告都让构建失败"""
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,17 +9,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tools import course_config  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def built_site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    jb = Path(sys.executable).with_name("jupyter-book")
-    env = dict(os.environ, COURSE_PROFILE="cpu", JUPYTER_PATH=str(Path(sys.prefix) / "share" / "jupyter"))
-    cmd = [str(jb), "build", "-W", "-n", "--keep-going", "--path-output", str(out), str(ROOT)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    assert proc.returncode == 0, f"jupyter-book build 失败：\n{proc.stdout[-6000:]}\n{proc.stderr[-4000:]}"
-    return out / "_build" / "html"
 
 
 @pytest.mark.slow

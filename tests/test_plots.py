@@ -1,0 +1,179 @@
+"""shardlab.plots：统一样式、正文宽度下清晰、图上文字没有缺失的字形"""
+
+import importlib
+import io
+import re
+import warnings
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from shardlab import plots  # noqa: E402
+
+
+def _draw_strictly(fig) -> bytes:
+    """把图渲染成 PNG；任何警告（包括 “Glyph ... missing from font”）都变成错误"""
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig.canvas.draw()
+        fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _width_px(png: bytes) -> int:
+    return Image.open(io.BytesIO(png)).size[0]
+
+
+def _all_labels() -> list[tuple[str, str]]:
+    """plots.LABELS，加上 shardlab 里其他定义了模块级 LABELS 的画法模块（如 bench_plot）的固定文字"""
+    labels = [("plots", t) for t in plots.LABELS]
+    for py in sorted(Path(plots.__file__).parent.glob("*.py")):
+        if py.stem != "plots" and re.search(r"^LABELS\s*=", py.read_text(encoding="utf-8"), re.M):
+            labels += [(py.stem, t) for t in importlib.import_module(f"shardlab.{py.stem}").LABELS]
+    return labels
+
+
+LABELS = _all_labels()
+
+
+def test_label_list_is_collected():
+    assert len(LABELS) >= len(plots.LABELS) and all(isinstance(t, str) and t for _, t in LABELS)
+
+
+@pytest.mark.parametrize(("module", "text"), LABELS, ids=[f"{m}:{t[:30]}" for m, t in LABELS])
+def test_every_label_renders_without_missing_glyphs(module, text):
+    fig, ax = plots.figure()
+    ax.set_title(text)
+    ax.set_xlabel(text)
+    ax.text(0.5, 0.5, text, ha="center")
+    ax.legend([ax.plot([0, 1])[0]], [text])
+    _draw_strictly(fig)
+
+
+def test_missing_glyph_check_can_fail():
+    """中文不在 DejaVu Sans 里：同样的渲染必须报错（证明上面的检查是真的）"""
+    fig, ax = plots.figure()
+    ax.set_title("集合通信")
+    with pytest.raises(UserWarning, match="missing from font"):
+        _draw_strictly(fig)
+
+
+def test_figure_fits_the_page_width_with_legible_text():
+    with plots.style():
+        assert matplotlib.rcParams["font.size"] >= 10
+        assert min(matplotlib.rcParams[k] for k in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize")) >= 9
+    fig, ax = plots.figure()
+    ax.plot([0, 1], [0, 1])
+    px = _width_px(_draw_strictly(fig))
+    assert 750 <= px <= 900, f"图宽 {px} px，网站正文约 800 px"
+    fig, axes = plots.figure(2, 2, sharex=True)
+    assert axes.shape == (2, 2)
+    assert fig.get_size_inches()[1] > plots.PAGE_WIDTH_IN * plots.ASPECT
+    plt.close(fig)
+
+
+def test_use_style_sets_the_course_colour_cycle():
+    with matplotlib.rc_context():
+        plots.use_style()
+        cycle = [c["color"] for c in matplotlib.rcParams["axes.prop_cycle"]]
+        assert cycle == plots.CYCLE
+        assert matplotlib.rcParams["figure.dpi"] == plots.DPI
+    with plots.style():
+        assert [c["color"] for c in matplotlib.rcParams["axes.prop_cycle"]] == plots.CYCLE
+    assert plots.COLORS["compute"] != plots.COLORS["comm"]
+    assert len(set(plots.CYCLE)) == len(plots.CYCLE)
+
+
+def test_tick_labels_use_si_units():
+    assert plots.bytes_label(1e6) == "1 MB"
+    assert plots.bytes_label(2.5e3) == "2.5 kB"
+    assert plots.bytes_label(12) == "12 B"
+    assert plots.bytes_label(0) == "0 B"
+    assert plots.time_label(2e-6) == "2 µs"
+    assert plots.time_label(0.062) == "62 ms"
+    assert plots.time_label(3.0) == "3 s"
+    assert plots.time_label(5e-10) == "0.5 ns"
+
+
+def test_loglog_with_regimes_renders_cleanly():
+    sizes = np.logspace(2, 9, 30)
+    alpha, bw = 2e-6, 45e9
+    fig, ax = plots.figure()
+    plots.loglog_time_vs_bytes(
+        ax,
+        sizes,
+        {"one-way ring": alpha * 7 + sizes * 7 / 8 / bw, "bidirectional ring": alpha * 4 + sizes * 7 / 16 / bw},
+        markers=True,
+    )
+    plots.mark_regimes(ax, crossover=alpha * bw)
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    labels = {t.get_text() for t in ax.texts}
+    assert {"latency-bound", "bandwidth-bound"} <= labels
+    assert len(ax.get_legend().get_texts()) == 2
+    png = _draw_strictly(fig)
+    assert _width_px(png) > 700
+    with pytest.raises(ValueError, match="个点"):
+        plots.loglog_time_vs_bytes(plots.figure()[1], [1, 2], {"x": [1]})
+    plt.close("all")
+
+
+def test_mark_regimes_on_a_linear_axis():
+    fig, ax = plots.figure()
+    ax.plot([0, 10], [0, 1])
+    plots.mark_regimes(ax, 4, "compute-bound", "communication-bound", label_crossover=False)
+    assert {t.get_text() for t in ax.texts} == {"compute-bound", "communication-bound"}
+    _draw_strictly(fig)
+
+
+def test_timeline_draws_overlap_of_compute_and_comm():
+    steps = [
+        {"lane": "device 0", "start": 0, "duration": 3e-6, "kind": "compute", "label": "A0 W"},
+        {"lane": "device 0", "start": 0, "duration": 2e-6, "kind": "comm"},
+        {"lane": "device 1", "start": 1e-6, "duration": 3e-6, "kind": "compute"},
+        {"lane": "device 1", "start": 0, "duration": 1e-6, "kind": "idle"},
+    ]
+    fig, ax = plots.figure(height=2.5)
+    plots.timeline(ax, steps)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["device 0", "device 1"]
+    assert ax.get_xlabel() == "time (µs)"
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["comm", "compute", "idle"]
+    _draw_strictly(fig)
+    with pytest.raises(ValueError, match="kind"):
+        plots.timeline(plots.figure()[1], [{"lane": 0, "start": 0, "duration": 1, "kind": "sleep"}])
+    fig, ax = plots.figure()
+    plots.timeline(ax, steps[:1], lanes=["device 0"], unit=1.0)
+    assert ax.get_xlabel() == "time"
+    plt.close("all")
+
+
+def test_glue_figure_hands_the_figure_over_and_closes_it(monkeypatch):
+    from shardlab import notebook
+
+    seen = {}
+    monkeypatch.setattr(notebook, "glue", lambda name, value, display=False: seen.update({name: (value, display)}))
+    fig, ax = plots.figure()
+    plots.glue_figure("fig-test", fig)
+    assert seen == {"fig-test": (fig, False)}
+    assert not plt.fignum_exists(fig.number)
+
+
+def test_style_block_restores_only_its_own_settings():
+    """style() 退出时只恢复样式里的键：Jupyter inline 后端打开的 interactive 不能被改回去"""
+    before = matplotlib.rcParams["font.size"]
+    with plots.style():
+        assert matplotlib.rcParams["font.size"] == plots.STYLE["font.size"]
+        matplotlib.interactive(True)
+    try:
+        assert matplotlib.is_interactive()
+        assert matplotlib.rcParams["font.size"] == before
+    finally:
+        matplotlib.interactive(False)

@@ -1,0 +1,216 @@
+"""读者看到的网站：在真实的 Chromium 里打开每一页（tools/site_check.py）
+
+- 网站从 127.0.0.1 的本地服务器提供，去往任何别处的请求都被拦下并算作失败；
+- 每页：数学式由站内的 MathJax 排版、图片加载且有 alt、控制台没有错误、没有失败的请求、站内链接与锚点都存在、
+  笔记本页面有指向已提交 .ipynb 的 Colab 按钮和 .ipynb / .md 下载；
+- 每页第一屏截图存到 _build/screenshots/<页面>.png；一页用打印样式生成 PDF（_build/screenshots/print/）。
+
+网站从哪里来：环境变量 SHARDLAB_SITE 指向已构建的 _build/html（make test-site 这样做）；
+否则用 conftest.py 的 built_site（与 test_book_build.py 共用同一次从零开始的构建）。
+
+Chromium：Debian 的 chromium 包（.ci/run 安装；也可用 CHROMIUM=/路径 指定）。本机没有时这些浏览器测试跳过并说明原因；
+在 CI（环境变量 CI 为真）里没有 Chromium 则失败，不会悄悄跳过。
+"""
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tools import site_check  # noqa: E402
+
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+SCREENSHOTS = Path(os.environ.get("SHARDLAB_SCREENSHOTS", ROOT / "_build" / "screenshots"))
+PAGES = site_check.toc_pages()
+NOTEBOOK_PAGES = [p for p in PAGES if site_check.is_notebook_page(p)]
+PDF_PAGE = (NOTEBOOK_PAGES or PAGES)[0]
+
+slow = pytest.mark.slow  # 需要构建网站或浏览器的测试；make test-fast 跳过
+
+
+def _chromium_or_skip() -> str:
+    chromium = site_check.find_chromium()
+    reason = None
+    if chromium is None:
+        reason = "没有找到 Chromium（Debian：apt-get install chromium；或设 CHROMIUM=/路径）"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            reason = "没有安装 playwright（在 requirements.txt 里；运行 make venv）"
+    if reason:
+        if IN_CI:
+            pytest.fail(f"CI 必须运行浏览器测试：{reason}")
+        pytest.skip(f"跳过浏览器测试：{reason}")
+    return chromium
+
+
+@pytest.fixture(scope="module")
+def site(request) -> Path:
+    given = os.environ.get("SHARDLAB_SITE")
+    if given:
+        path = Path(given)
+        assert (path / "index.html").exists(), f"SHARDLAB_SITE={given} 里没有构建好的网站"
+        return path
+    return request.getfixturevalue("built_site")
+
+
+@pytest.fixture(scope="module")
+def report(site):
+    chromium = _chromium_or_skip()
+    return site_check.check_site(
+        site,
+        PAGES,
+        chromium=chromium,
+        screenshots=SCREENSHOTS,
+        pdf_page=PDF_PAGE,
+        pdf_out=SCREENSHOTS / "print" / f"{PDF_PAGE}.pdf",
+    )
+
+
+def _ok(problems):
+    return "\n".join(problems) or "无"
+
+
+# ---------- 不需要构建 ----------
+
+
+def test_mathjax_is_pinned_and_served_from_the_site():
+    import json
+
+    import yaml
+    from tools import site_assets
+
+    version = site_assets.pinned_version()
+    assert re.fullmatch(r"3\.\d+\.\d+", version), version
+    lock = json.loads((ROOT / "package-lock.json").read_text(encoding="utf-8"))
+    assert lock["packages"]["node_modules/mathjax"]["version"] == version
+    cfg = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert cfg["sphinx"]["config"]["mathjax_path"] == f"mathjax/{site_assets.ENTRY}"
+    assert "site_assets" in cfg["sphinx"]["local_extensions"]
+    assert "print.css" in cfg["sphinx"]["config"]["html_css_files"]
+    assert PAGES[0] == yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
+
+
+# ---------- 不需要浏览器 ----------
+
+
+@slow
+def test_site_carries_its_own_mathjax_and_references_nothing_outside(site):
+    mathjax = site / "_static" / "mathjax"
+    assert (mathjax / "tex-chtml.js").stat().st_size > 500_000
+    assert len(list((mathjax / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))) >= 20
+    assert (mathjax / "LICENSE").exists()
+    for page in PAGES:
+        html = (site / f"{page}.html").read_text(encoding="utf-8")
+        assert "cdn.jsdelivr.net" not in html and "mathjax@" not in html, page
+    assert site_check.static_external_resources(site) == []
+
+
+# ---------- Chromium ----------
+
+
+@slow
+def test_no_request_leaves_the_site(report):
+    assert report.blocked == [], _ok(report.problems("external"))
+
+
+@slow
+def test_no_failed_request_and_no_console_error(report):
+    problems = report.problems("failed") + report.problems("console") + report.problems("load")
+    assert problems == [], _ok(problems)
+
+
+@slow
+def test_math_is_typeset_by_the_local_mathjax(report):
+    assert report.problems("math") == [], _ok(report.problems("math"))
+    with_math = [p for p in report.pages if p.info.get("math")]
+    assert with_math, "没有任何一页有数学式？"
+    assert all(p.info["mjx"] >= p.info["math"] for p in with_math)
+
+
+@slow
+def test_every_image_loads_and_has_alt_text(report):
+    assert report.problems("image") == [], _ok(report.problems("image"))
+
+
+@slow
+def test_internal_links_and_anchors_resolve(report):
+    assert report.problems("link") == [], _ok(report.problems("link"))
+    assert report.checked_links >= len(PAGES)
+
+
+@slow
+def test_notebook_pages_open_in_colab_and_download(report):
+    problems = report.problems("colab") + report.problems("download") + report.problems("exercise")
+    assert problems == [], _ok(problems)
+    for page in report.pages:
+        if page.page in NOTEBOOK_PAGES:
+            assert site_check.colab_url(page.page) in page.info["colab"]
+            assert (ROOT / f"{page.page}.ipynb").exists()
+    assert all(u.startswith("https://") for u in report.external_links)
+
+
+@slow
+def test_a_screenshot_of_every_page(report):
+    for page in PAGES:
+        shot = SCREENSHOTS / f"{page}.png"
+        assert shot.exists() and shot.stat().st_size > 10_000, shot
+
+
+@slow
+def test_a_chapter_prints_to_a_clean_pdf(report):
+    assert report.problems("print") == [], _ok(report.problems("print"))
+    assert report.pdf is not None and report.pdf.read_bytes().startswith(b"%PDF")
+    assert report.pdf_pages >= 1
+
+
+# ---------- 检查本身能失败 ----------
+
+
+@slow
+def test_checker_reports_every_kind_of_problem(tmp_path):
+    """一个故意写坏的小网站：每一类问题都要被报告出来"""
+    chromium = _chromium_or_skip()
+    repo = tmp_path / "repo"
+    (repo / "book").mkdir(parents=True)
+    (repo / "_config.yml").write_text("repository:\n  url: https://github.com/o/r\n  branch: main\n", encoding="utf-8")
+    (repo / "book" / "nb.md").write_text("---\njupytext:\n  x: 1\nkernelspec:\n  name: python3\n---\n# nb\n")
+    site = tmp_path / "site"
+    (site / "book").mkdir(parents=True)
+    (site / "index.html").write_text("<html><body>index</body></html>", encoding="utf-8")
+    (site / "book" / "other.html").write_text(
+        '<html><body><article class="bd-article"><h1 id="here">ok</h1></article></body></html>', encoding="utf-8"
+    )
+    (site / "book" / "nb.html").write_text(
+        """<html><head><script src="http://example.com/x.js"></script></head><body>
+        <article class="bd-article" id="top">
+        <p>行内 $$x^2$$ 没有排版</p>
+        <span class="math notranslate nohighlight">\\(a+b\\)</span>
+        <img src="missing.png" alt="x">
+        <a href="other.html#here">好链接</a> <a href="other.html#nope">坏锚点</a> <a href="gone.html">坏链接</a>
+        <a href="https://colab.research.google.com/github/o/r/blob/main/book/nb.ipynb">Colab</a>
+        </article>
+        <script>console.error("boom")</script></body></html>""",
+        encoding="utf-8",
+    )
+    rep = site_check.check_site(site, ["book/other", "book/nb"], chromium=chromium, repo_root=repo)
+    assert rep.problems("external") and "example.com" in rep.problems("external")[0]
+    assert any("boom" in m for m in rep.problems("console"))
+    assert any("missing.png" in m for m in rep.problems("failed"))
+    math = " ".join(rep.problems("math"))
+    assert "MathJax 没有加载" in math and "$$" in math
+    image = " ".join(rep.problems("image"))
+    assert "没有加载" in image and "alt" in image
+    link = " ".join(rep.problems("link"))
+    assert "#nope" in link and "gone.html" in link and "#here" not in link
+    colab = " ".join(rep.problems("colab"))
+    assert "不存在的笔记本" in colab
+    assert any(".ipynb" in m for m in rep.problems("download"))
+    assert [p for p in rep.pages if p.page == "book/other"][0].problems == []
+    assert site_check.static_external_resources(site) == ["book/nb.html: <script> http://example.com/x.js"]

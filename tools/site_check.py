@@ -1,0 +1,498 @@
+"""在真实浏览器里检查构建好的网站（读者看到的样子）
+
+用 Playwright 驱动系统的 Chromium（Debian 的 /usr/bin/chromium；不下载浏览器），
+从 127.0.0.1 上的本地服务器打开每一页，并拦下一切去往别处的请求。对每一页记录：
+
+- 被拦下的外部请求、失败的请求、HTTP ≥ 400 的响应、控制台错误与未捕获的异常；
+- 数学式：有 ``.math`` 的页面必须有 MathJax 输出（``mjx-container``），每个 ``.math`` 都被排版，
+  没有 TeX 错误（``mjx-merror``），正文（代码块之外）没有残留的 ``$$``、``\\[``、``\\(``、``\\begin{``；
+- 图片：每个 ``<img>`` 都加载成功（naturalWidth > 0），正文里的图片都有说明性的 alt；
+- 链接：站内链接 HTTP 200，带锚点的链接在目标页里有对应的 id；
+- Colab / 下载按钮：笔记本页面有指向仓库里已提交 ``.ipynb`` 的 Colab 链接、能下载的 .ipynb 与 .md；
+  练习页面（有 sphinx-exercise 的练习块或位于 exercises/）链接到自己的笔记本；
+- 每页第一屏的截图（1280×800）；指定的一页用打印样式生成 PDF。
+
+另有不需要浏览器的静态检查 ``static_external_resources``：HTML 与 CSS 里不能引用站外的脚本、样式、字体或图片。
+
+页面列表来自 ``_toc.yml``（``toc_pages``），所以加了章节不用改这里。
+测试在 ``tests/test_site.py``；``make test-site`` 构建网站后运行它。
+"""
+
+from __future__ import annotations
+
+import functools
+import html.parser
+import http.server
+import re
+import threading
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urlparse
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+VIEWPORT = {"width": 1280, "height": 800}
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+COLAB = "https://colab.research.google.com/github/"
+
+
+def find_chromium() -> str | None:
+    import os
+    import shutil
+
+    env = os.environ.get("CHROMIUM")
+    if env:
+        return env if Path(env).exists() else None
+    for cand in CHROMIUM_CANDIDATES:
+        if Path(cand).exists():
+            return cand
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+# ---------- 页面列表与仓库信息 ----------
+
+
+def _toc_entries(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("file", "root"):
+                yield value
+            else:
+                yield from _toc_entries(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _toc_entries(item)
+
+
+def toc_pages(root: Path = ROOT) -> list[str]:
+    """目录里的全部页面（不带扩展名，如 book/environment），根页面在前"""
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    pages: list[str] = []
+    for entry in _toc_entries(toc):
+        entry = str(entry).removesuffix(".md").removesuffix(".ipynb")
+        if entry not in pages:
+            pages.append(entry)
+    return pages
+
+
+def is_notebook_page(page: str, root: Path = ROOT) -> bool:
+    """带 jupytext 头的 .md（与 tools/nbsync.py 的判断相同）"""
+    md = root / f"{page}.md"
+    if not md.exists():
+        return (root / f"{page}.ipynb").exists()
+    text = md.read_text(encoding="utf-8")
+    header = text.split("\n---", 1)[0] if text.startswith("---\n") else ""
+    return "jupytext:" in header and "kernelspec:" in header
+
+
+def repository(root: Path = ROOT) -> tuple[str, str]:
+    """(owner/name, branch)，来自 _config.yml"""
+    cfg = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    repo = cfg["repository"]
+    return repo["url"].removeprefix("https://github.com/").rstrip("/"), repo.get("branch", "main")
+
+
+# ---------- 本地服务器 ----------
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".woff": "font/woff",
+        ".woff2": "font/woff2",
+        ".js": "text/javascript",
+        ".ipynb": "application/json",
+        ".md": "text/markdown; charset=utf-8",
+    }
+
+    def log_message(self, format, *args):  # 安静；失败由浏览器一侧记录
+        pass
+
+
+class SiteServer:
+    """在 127.0.0.1 的空闲端口上提供一个目录（与 python -m http.server 相同的处理器）"""
+
+    def __init__(self, directory: Path):
+        handler = functools.partial(_Handler, directory=str(directory))
+        self.httpd = http.server.ThreadingHTTPServer((HOST, 0), handler)
+        self.base = f"http://{HOST}:{self.httpd.server_address[1]}/"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+# ---------- 静态检查 ----------
+
+_EXTERNAL_ATTR = re.compile(
+    r"<(script|img|iframe|source|video|audio|embed|object)\b[^>]*?\s(?:src|data)\s*=\s*[\"']((?:https?:)?//[^\"']+)",
+    re.I,
+)
+_LINK_TAG = re.compile(r"<link\b[^>]*>", re.I)
+_CSS_URL = re.compile(r"(?:url\(\s*[\"']?|@import\s+[\"'])((?:https?:)?//[^\"')\s]+)", re.I)
+
+
+def static_external_resources(site: Path) -> list[str]:
+    """HTML 里站外的 src / 样式表 / 预加载，CSS 里站外的 url() 与 @import（超链接 <a> 不算）"""
+    found = []
+    for page in sorted(site.rglob("*.html")):
+        text = page.read_text(encoding="utf-8", errors="replace")
+        rel = page.relative_to(site)
+        for tag, url in _EXTERNAL_ATTR.findall(text):
+            found.append(f"{rel}: <{tag}> {url}")
+        for tag in _LINK_TAG.findall(text):
+            href = re.search(r"\shref\s*=\s*[\"']((?:https?:)?//[^\"']+)", tag, re.I)
+            rel_attr = re.search(r"\srel\s*=\s*[\"']([^\"']+)", tag, re.I)
+            kinds = (rel_attr.group(1).lower().split() if rel_attr else []) or ["?"]
+            if href and set(kinds) & {"stylesheet", "preload", "modulepreload", "icon", "prefetch", "manifest", "?"}:
+                found.append(f"{rel}: <link rel={'/'.join(kinds)}> {href.group(1)}")
+    for css in sorted(site.rglob("*.css")):
+        text = re.sub(r"/\*.*?\*/", "", css.read_text(encoding="utf-8", errors="replace"), flags=re.S)
+        for url in _CSS_URL.findall(text):
+            found.append(f"{css.relative_to(site)}: {url}")
+    return found
+
+
+# ---------- 链接目标 ----------
+
+
+class _Ids(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for key, value in attrs:
+            if key == "id" or (key == "name" and tag == "a"):
+                self.ids.add(value or "")
+
+
+def _fetch(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, b""
+
+
+# ---------- 浏览器检查 ----------
+
+_PAGE_JS = r"""
+async () => {
+  const imgs = Array.from(document.images);
+  for (const img of imgs) { img.loading = "eager"; }
+  await Promise.all(imgs.map(img => img.complete ? null :
+      new Promise(r => { img.addEventListener("load", r); img.addEventListener("error", r); setTimeout(r, 5000); })));
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await Promise.race([MathJax.startup.promise, new Promise(r => setTimeout(r, 10000))]);
+  }
+  if (document.fonts && document.fonts.ready) { await document.fonts.ready; }
+  const skip = "pre, code, script, style, textarea, mjx-container, .highlight";
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const raw = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!el || el.closest(skip)) continue;
+    const t = n.textContent;
+    for (const pat of ["$$", "\\[", "\\(", "\\begin{"]) {
+      const i = t.indexOf(pat);
+      if (i >= 0) raw.push(t.slice(Math.max(0, i - 30), i + 40).trim());
+    }
+  }
+  const mathEls = Array.from(document.querySelectorAll(".math"));
+  const article = document.querySelector("article.bd-article") || document.querySelector("article") || document.body;
+  return {
+    title: document.title,
+    math: mathEls.length,
+    mjx: document.querySelectorAll("mjx-container").length,
+    untypeset: mathEls.filter(e => !e.querySelector("mjx-container")).map(e => e.textContent.slice(0, 60)),
+    merror: Array.from(document.querySelectorAll("mjx-merror")).map(e => e.textContent.slice(0, 60)),
+    mathjaxLoaded: !!(window.MathJax && MathJax.version),
+    raw: raw,
+    images: imgs.map(i => ({src: i.currentSrc || i.src, ok: i.complete && i.naturalWidth > 0,
+                            alt: i.getAttribute("alt"), inArticle: article.contains(i),
+                            width: i.getBoundingClientRect().width})),
+    links: Array.from(document.querySelectorAll("a[href]")).map(a => a.href),
+    colab: Array.from(document.querySelectorAll("a[href^='https://colab.research.google.com/']")).map(a => a.href),
+    downloads: Array.from(document.querySelectorAll(
+        "a.btn-download-source-button, a.btn-download-notebook-button")).map(a => a.href),
+    exercises: document.querySelectorAll(".exercise, .solution").length,
+  };
+}
+"""
+
+_PRINT_JS = r"""
+() => {
+  const hidden = sel => Array.from(document.querySelectorAll(sel)).every(e => {
+    const r = e.getBoundingClientRect(); const s = getComputedStyle(e);
+    return s.display === "none" || s.visibility === "hidden" || r.width === 0 || r.height === 0;
+  });
+  const art = document.querySelector(".bd-article") || document.querySelector("article");
+  return {
+    chromeHidden: ["header.bd-header", ".bd-sidebar-primary", ".bd-sidebar-secondary",
+                   ".bd-header-article", ".prev-next-area", "footer.bd-footer", ".bd-footer-content"]
+                  .filter(sel => !hidden(sel)),
+    articleWidth: art ? art.getBoundingClientRect().width : 0,
+    pageWidth: document.documentElement.clientWidth,
+  };
+}
+"""
+
+
+@dataclass
+class PageResult:
+    page: str
+    url: str
+    info: dict = field(default_factory=dict)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (类别, 说明)
+    screenshot: Path | None = None
+
+    def add(self, kind: str, message: str) -> None:
+        self.problems.append((kind, message))
+
+
+@dataclass
+class SiteReport:
+    base: str
+    pages: list[PageResult]
+    blocked: list[str]
+    failed: list[str]
+    console: list[str]
+    external_links: set[str]
+    pdf: Path | None = None
+    pdf_pages: int = 0
+    pdf_problems: list[str] = field(default_factory=list)
+    checked_links: int = 0
+
+    def problems(self, kind: str | None = None) -> list[str]:
+        """全部发现；kind 只取一类：external / failed / console / load / math / image / link / colab / download /
+        exercise / print"""
+        groups = {
+            "external": [f"外部请求（已拦下）：{u}" for u in self.blocked],
+            "failed": [f"请求失败：{u}" for u in self.failed],
+            "console": [f"控制台错误：{m}" for m in self.console],
+            "print": [f"打印：{m}" for m in self.pdf_problems],
+        }
+        for page in self.pages:
+            for k, message in page.problems:
+                groups.setdefault(k, []).append(f"{page.page}: {message}")
+        if kind is not None:
+            return groups.get(kind, [])
+        return [m for messages in groups.values() for m in messages]
+
+
+def check_site(
+    site: Path,
+    pages: list[str],
+    *,
+    chromium: str,
+    repo_root: Path = ROOT,
+    notebook_pages: set[str] | None = None,
+    exercise_pages: set[str] | None = None,
+    screenshots: Path | None = None,
+    pdf_page: str | None = None,
+    pdf_out: Path | None = None,
+) -> SiteReport:
+    """打开 pages（不带 .html）里的每一页并检查；返回全部发现（不抛出断言）"""
+    from playwright.sync_api import sync_playwright
+
+    site = Path(site)
+    if notebook_pages is None:
+        notebook_pages = {p for p in pages if is_notebook_page(p, repo_root)}
+    if exercise_pages is None:
+        exercise_pages = {p for p in pages if p.startswith("exercises/")}
+    slug, branch = repository(repo_root)
+    blocked: list[str] = []
+    failed: list[str] = []
+    console: list[str] = []
+    results: list[PageResult] = []
+    externals: set[str] = set()
+
+    with SiteServer(site) as server, sync_playwright() as pw:
+        origin = server.base.rstrip("/")
+
+        def route(r):
+            if urlparse(r.request.url).hostname == HOST:
+                r.continue_()
+            else:
+                blocked.append(r.request.url)
+                r.abort("blockedbyclient")
+
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport=VIEWPORT, locale="zh-CN", service_workers="block")
+            context.route("**/*", route)
+            page = context.new_page()
+            current = {"page": ""}
+            page.on("console", lambda m: m.type == "error" and console.append(f"{current['page']}: {m.text}"))
+            page.on("pageerror", lambda e: console.append(f"{current['page']}: 未捕获的异常 {e}"))
+            page.on(
+                "requestfailed",
+                lambda r: (
+                    urlparse(r.url).hostname == HOST and failed.append(f"{current['page']}: {r.url} ({r.failure})")
+                ),
+            )
+            page.on(
+                "response",
+                lambda r: r.status >= 400 and failed.append(f"{current['page']}: HTTP {r.status} {r.url}"),
+            )
+
+            for name in pages:
+                current["page"] = name
+                result = PageResult(name, f"{server.base}{name}.html")
+                results.append(result)
+                resp = page.goto(result.url, wait_until="load")
+                if resp is None or resp.status != 200:
+                    result.add("load", f"页面打不开（HTTP {resp.status if resp else '?'}）")
+                    continue
+                info = page.evaluate(_PAGE_JS)
+                result.info = info
+                _judge_page(result, info, name in notebook_pages, name in exercise_pages, slug, branch, repo_root)
+                for href in info["links"]:
+                    if not href.startswith(origin) and urlparse(href).scheme in ("http", "https"):
+                        externals.add(href)
+                if screenshots is not None:
+                    shot = screenshots / f"{name}.png"
+                    shot.parent.mkdir(parents=True, exist_ok=True)
+                    page.evaluate("window.scrollTo(0, 0)")
+                    page.screenshot(path=str(shot))
+                    result.screenshot = shot
+
+            report = SiteReport(server.base, results, blocked, failed, console, externals)
+            _check_links(report, origin)
+
+            if pdf_page is not None and pdf_out is not None:
+                current["page"] = f"{pdf_page}（打印）"
+                page.goto(f"{server.base}{pdf_page}.html", wait_until="load")
+                page.evaluate(_PAGE_JS)
+                page.emulate_media(media="print")
+                lay = page.evaluate(_PRINT_JS)
+                if lay["chromeHidden"]:
+                    report.pdf_problems.append(f"打印时这些界面元素仍然可见：{lay['chromeHidden']}")
+                if lay["articleWidth"] < 0.8 * lay["pageWidth"]:
+                    report.pdf_problems.append(
+                        f"打印时正文只占 {lay['articleWidth']:.0f}/{lay['pageWidth']} px 宽，应接近全宽"
+                    )
+                if screenshots is not None:
+                    shot = screenshots / "print" / f"{pdf_page}.png"
+                    shot.parent.mkdir(parents=True, exist_ok=True)
+                    page.screenshot(path=str(shot), full_page=False)
+                pdf_out.parent.mkdir(parents=True, exist_ok=True)
+                page.pdf(path=str(pdf_out), format="A4", print_background=True, outline=True, tagged=True)
+                report.pdf = pdf_out
+                data = pdf_out.read_bytes()
+                n_pages = len(re.findall(rb"/Type\s*/Page[^s]", data))
+                if not data.startswith(b"%PDF") or len(data) < 10_000 or n_pages < 1:
+                    report.pdf_problems.append(f"PDF 不像样：{len(data)} 字节，{n_pages} 页")
+                report.pdf_pages = n_pages
+        finally:
+            browser.close()
+    return report
+
+
+def _judge_page(result: PageResult, info: dict, notebook: bool, exercise: bool, slug: str, branch: str, root: Path):
+    p = result
+    if info["math"]:
+        if not info["mathjaxLoaded"]:
+            p.add("math", "页面有数学式，但 MathJax 没有加载")
+        if info["mjx"] == 0:
+            p.add("math", f"页面有 {info['math']} 处数学式，但没有 MathJax 输出（mjx-container）")
+        if info["untypeset"]:
+            p.add("math", f"没有排版的数学式：{info['untypeset'][:5]}")
+    if info["merror"]:
+        p.add("math", f"MathJax 报 TeX 错误：{info['merror'][:5]}")
+    if info["raw"]:
+        p.add("math", f"正文里残留 TeX 定界符：{info['raw'][:5]}")
+    for img in info["images"]:
+        if not img["ok"]:
+            p.add("image", f"图片没有加载：{img['src']}")
+        if img["inArticle"]:
+            alt = (img["alt"] or "").strip()
+            # myst-nb 没有 alt 时把图片路径当 alt（../_images/<哈希>.png）：这不算说明
+            if (
+                len(alt) < 4
+                or re.search(r"\.(png|jpe?g|gif|svg|webp)$", alt, re.I)
+                or re.fullmatch(r"[0-9a-f]{16,}", alt)
+            ):
+                p.add("image", f"正文图片缺少说明性的 alt 文字：{img['src']}（alt={img['alt']!r}）")
+    colab_prefix = f"{COLAB}{slug}/blob/{branch}/"
+    for href in info["colab"]:
+        if not href.startswith(colab_prefix) or not href.endswith(".ipynb"):
+            p.add("colab", f"Colab 链接不指向 {colab_prefix}…ipynb：{href}")
+        elif not (root / href.removeprefix(colab_prefix)).exists():
+            p.add("colab", f"Colab 链接指向仓库里不存在的笔记本：{href.removeprefix(colab_prefix)}")
+    if notebook:
+        want = f"{colab_prefix}{result.page}.ipynb"
+        if want not in info["colab"]:
+            p.add("colab", f"笔记本页面缺少 Colab 按钮 {want}")
+        downloads = [urlparse(d).path for d in info["downloads"]]
+        for ext in (".ipynb", ".md"):
+            if not any(d.endswith(f"/_sources/{result.page}{ext}") for d in downloads):
+                p.add("download", f"笔记本页面的下载按钮没有提供 {result.page}{ext}（有：{downloads}）")
+    if exercise or info["exercises"]:
+        nb_links = [h for h in info["links"] if urldefrag(h)[0].endswith(".ipynb")]
+        if not nb_links:
+            p.add("exercise", "练习页面没有链接到任何笔记本（.ipynb）")
+
+
+def _check_links(report: SiteReport, origin: str) -> None:
+    status: dict[str, tuple[int, bytes]] = {}
+    ids: dict[str, set[str]] = {}
+    for result in report.pages:
+        for href in set(result.info.get("links", [])):
+            if not href.startswith(origin + "/"):
+                continue
+            url, frag = urldefrag(href)
+            if url not in status:
+                status[url] = _fetch(url)
+            code, body = status[url]
+            if code != 200:
+                result.add("link", f"站内链接 HTTP {code}：{href.removeprefix(origin)}")
+                continue
+            if frag and url.endswith((".html", "/")):
+                if url not in ids:
+                    parser = _Ids()
+                    parser.feed(body.decode("utf-8", errors="replace"))
+                    ids[url] = parser.ids
+                if unquote(frag) not in ids[url]:
+                    result.add("link", f"锚点不存在：{href.removeprefix(origin)}")
+    report.checked_links = len(status)
+
+
+def colab_url(page: str, root: Path = ROOT) -> str:
+    slug, branch = repository(root)
+    return f"{COLAB}{slug}/blob/{branch}/{page}.ipynb"
+
+
+__all__ = [
+    "SiteReport",
+    "check_site",
+    "colab_url",
+    "find_chromium",
+    "is_notebook_page",
+    "static_external_resources",
+    "toc_pages",
+]
