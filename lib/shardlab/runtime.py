@@ -124,12 +124,13 @@ def setup(profile: str | None = None, n_devices: int = DEFAULT_N_DEVICES) -> Run
     except RuntimeError:
         pass  # 后端已初始化：下面按实际设备数判断能否继续
 
-    cpu = jax.devices("cpu")
+    cpu = jax.local_devices(backend="cpu")
     if len(cpu) < n_devices:
         raise _too_few_devices_error(len(cpu), n_devices)
+    multi = jax.process_count() > 1  # 多进程（multi-controller）：网格由所有进程的设备组成
 
     backend = jax.default_backend()
-    accel = jax.devices() if backend != "cpu" else []
+    accel = jax.local_devices() if backend != "cpu" else []
     notes: list[str] = []
 
     if wanted in ("tpu", "gpu") and backend != wanted:
@@ -143,15 +144,17 @@ def setup(profile: str | None = None, n_devices: int = DEFAULT_N_DEVICES) -> Run
         resolved = wanted
 
     if resolved == "cpu":
-        mesh_devices, compute = cpu[:n_devices], cpu[0]
+        mesh_devices, compute = (jax.devices("cpu") if multi else cpu[:n_devices]), cpu[0]
     elif len(accel) >= n_devices:
-        mesh_devices, compute = accel[:n_devices], accel[0]
+        mesh_devices, compute = (jax.devices() if multi else accel[:n_devices]), accel[0]
     else:
         mesh_devices, compute = cpu[:n_devices], accel[0]
         notes.append(
             f"只有 {len(accel)} 个 {backend.upper()} 设备，不够组成 {n_devices} 设备的网格："
             f"集合通信使用 {n_devices} 个模拟 CPU 设备，单芯片计算使用 {accel[0].device_kind}。"
         )
+    if multi:
+        notes.append(f"进程 {jax.process_index()} / {jax.process_count()}：网格共 {len(mesh_devices)} 个设备")
     return Runtime(
         profile=resolved,
         mesh_devices=tuple(mesh_devices),
@@ -161,6 +164,39 @@ def setup(profile: str | None = None, n_devices: int = DEFAULT_N_DEVICES) -> Run
         jax_version=jax.__version__,
         notes=tuple(notes),
     )
+
+
+def init_distributed(
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    *,
+    local_devices: int = 4,
+    profile: str | None = None,
+    timeout_s: int = 300,
+) -> Runtime:
+    """多进程运行（JAX 的 multi-controller 运行时）：先 ``jax.distributed.initialize``，再 ``setup``
+
+    coordinator 如 ``'127.0.0.1:12355'``；三个参数都省略时由 JAX 从集群环境（TPU pod、SLURM 等）自己发现。
+    local_devices 是本进程的设备数（CPU 档位下即每个进程模拟的 CPU 设备数）；返回的网格包含所有进程的设备。
+    必须在任何 JAX 运算之前调用；结束时调用 ``shutdown_distributed()``。
+    """
+    _ensure_xla_flag(local_devices)
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", local_devices)
+    kwargs: dict[str, Any] = {"initialization_timeout": int(timeout_s)}
+    if coordinator is not None:
+        kwargs.update(coordinator_address=coordinator, num_processes=num_processes, process_id=process_id)
+    jax.distributed.initialize(**kwargs)
+    return setup(profile, n_devices=local_devices)
+
+
+def shutdown_distributed() -> None:
+    """结束多进程运行（与 init_distributed 配对）"""
+    import jax
+
+    jax.distributed.shutdown()
 
 
 # ---- JAX API 适配（其他模块只从这里取 shard_map 与网格） ----

@@ -1,0 +1,365 @@
+"""跨进程的集合通信：本机起几个进程，用 ``jax.distributed`` 连成一个全局网格，与单进程比较
+
+``run_multiprocess(processes=2)``（或 ``python -m shardlab.bench --processes 2``）做三件事：
+
+1. 找一个空闲端口，启动 ``processes`` 个子进程 ``python -m shardlab.bench --worker --rank i ...``，
+   每个子进程有 ``devices_per_process`` 个模拟 CPU 设备，调用
+   ``jax.distributed.initialize("127.0.0.1:PORT", num_processes, process_id)``；CPU 集合通信走 gloo；
+2. 子进程在全局网格（全部进程的设备，一维轴 'X'）上跑集合通信，检查 psum 的值，计时后写 JSON；
+3. 父进程在自己里面用同样多的设备（单进程）跑同样的大小，给出 跨进程 / 单进程 的时间比。
+
+每次等待都有超时；出错、超时或 Ctrl-C 时杀掉全部子进程（按进程组），不留孤儿进程。
+
+同一段 worker 代码在真正的多机环境上也能运行：``--worker`` 不给 ``--coordinator`` 时，
+``jax.distributed.initialize()`` 不带参数，自己从环境里找协调者（coordinator）：
+
+- 多主机 TPU 切片（如 v5e-32，每台主机 4 或 8 颗芯片）：在每台主机上运行同一条命令，例如
+  ``gcloud compute tpus tpu-vm ssh NAME --worker=all --command="python -m shardlab.bench --worker --profile tpu"``；
+  网格是全部芯片，集合通信走 ICI（跨切片时走 DCN）；
+- GPU 集群（SLURM）：``srun --ntasks-per-node=8 --gpus-per-task=1 python -m shardlab.bench --worker --profile gpu``，
+  JAX 从 SLURM 变量读出进程数与编号，集合通信走 NCCL（NVLink / InfiniBand）。
+
+这时 rank 0 把结果写到 ``--result`` 指定的 JSON（默认 build/bench/worker-rank0.json）。
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shardlab import bench, units
+
+DEFAULT_COLLECTIVES = ("all_reduce", "all_gather")
+DEFAULT_SIZES = "4k:1M:16"  # 4 KiB、64 KiB、1 MiB
+_FLAG = "--xla_force_host_platform_device_count"
+
+
+class MultiProcessError(RuntimeError):
+    """子进程启动失败、超时或结果不对"""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """让操作系统挑一个空闲端口（绑定端口 0）"""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def child_env(devices_per_process: int, base: dict[str, str] | None = None) -> dict[str, str]:
+    """子进程的环境变量：XLA_FLAGS 里的设备数改为 devices_per_process（替换父进程已有的设置），只用 CPU"""
+    env = dict(os.environ if base is None else base)
+    flags = re.sub(rf"{_FLAG}=\S+", "", env.get("XLA_FLAGS", "")).split()
+    env["XLA_FLAGS"] = " ".join([*flags, f"{_FLAG}={devices_per_process}"])
+    env.update(COURSE_PROFILE="cpu", JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
+    return env
+
+
+@dataclass
+class CompareRow:
+    collective: str
+    bytes: int
+    in_process_s: float
+    cross_process_s: float
+    slowdown: float  # cross / in
+    check: str
+
+
+@dataclass
+class MultiProcessResult:
+    """跨进程与单进程的比较；ranks 是每个子进程报告的 rank、world size、设备数"""
+
+    rows: list[CompareRow]
+    ranks: list[dict[str, Any]]
+    cross: bench.BenchResult
+    local: bench.BenchResult | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def table(self) -> str:
+        lines = [f"rank {r['rank']} / world size {r['world']}：{r['line']}" for r in self.ranks]
+        head = ("collective", "V", "in-process", "cross-process", "cross/in", "check")
+        body = [
+            (
+                bench.DISPLAY[r.collective],
+                bench.fmt_size(r.bytes),
+                units.fmt_time(r.in_process_s) if r.in_process_s else "—",
+                units.fmt_time(r.cross_process_s),
+                f"{r.slowdown:.3g}×",
+                r.check,
+            )
+            for r in self.rows
+        ]
+        widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+        lines += ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in (head, *body)]
+        return "\n".join(lines)
+
+    def to_json(self, path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"metadata": self.metadata, "ranks": self.ranks, "rows": [asdict(r) for r in self.rows]}
+        path.write_text(json.dumps(data, ensure_ascii=False, indent=1))
+        return path
+
+
+# ---- 父进程 ----
+
+
+def _kill(procs: Sequence[subprocess.Popen]) -> None:
+    """杀掉仍在运行的子进程（整个进程组）并回收"""
+    for p in procs:
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signal.SIGKILL)
+    for p in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=10)
+
+
+def launch(
+    processes: int = 2,
+    sizes: str | Sequence[int | str] = DEFAULT_SIZES,
+    collectives: Sequence[str] = DEFAULT_COLLECTIVES,
+    *,
+    devices_per_process: int = 4,
+    repeats: int = 5,
+    warmup: int = 2,
+    timeout_s: float = 120.0,
+    port: int | None = None,
+) -> tuple[list[dict[str, Any]], bench.BenchResult]:
+    """启动子进程并等待它们结束；返回（各 rank 的报告, rank 0 的计时结果）"""
+    if processes < 2:
+        raise bench.BenchError(f"跨进程至少要 2 个进程，收到 {processes}")
+    colls = [bench.canonical(c) for c in collectives]
+    size_list = bench.parse_sizes(sizes)
+    port = port or free_port()
+    env = child_env(devices_per_process)
+    with tempfile.TemporaryDirectory(prefix="shardlab-mp-") as tmp:
+        procs: list[subprocess.Popen] = []
+        logs = [Path(tmp) / f"rank{i}.log" for i in range(processes)]
+        results = [Path(tmp) / f"rank{i}.json" for i in range(processes)]
+        try:
+            for i in range(processes):
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "shardlab.bench",
+                    "--worker",
+                    "--rank",
+                    str(i),
+                    "--world",
+                    str(processes),
+                    "--coordinator",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--devices-per-process",
+                    str(devices_per_process),
+                    "--sizes",
+                    ",".join(map(str, size_list)),
+                    "--collectives",
+                    ",".join(colls),
+                    "--repeats",
+                    str(repeats),
+                    "--warmup",
+                    str(warmup),
+                    "--result",
+                    str(results[i]),
+                    "--timeout",
+                    str(int(timeout_s)),
+                ]
+                with logs[i].open("w") as log:
+                    procs.append(
+                        subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                    )
+            deadline = time.monotonic() + timeout_s
+            for p in procs:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _kill(procs)
+            raise MultiProcessError(
+                f"{processes} 个子进程在 {timeout_s:.0f} s 内没有结束，已全部终止。\n" + _tail(logs)
+            ) from None
+        except BaseException:  # 包括 KeyboardInterrupt：不留孤儿进程
+            _kill(procs)
+            raise
+        failed = [i for i, p in enumerate(procs) if p.returncode != 0]
+        if failed or not all(r.exists() for r in results):
+            raise MultiProcessError(f"子进程 {failed} 失败（返回码 {[p.returncode for p in procs]}）。\n" + _tail(logs))
+        reports = [json.loads(r.read_text()) for r in results]
+    cross = bench.BenchResult([bench.BenchRow(**r) for r in reports[0]["rows"]], reports[0]["metadata"])
+    ranks = [{k: v for k, v in rep.items() if k not in ("rows", "metadata")} for rep in reports]
+    return ranks, cross
+
+
+def _tail(logs: Sequence[Path], n: int = 15) -> str:
+    out = []
+    for i, log in enumerate(logs):
+        text = log.read_text(errors="replace").splitlines() if log.exists() else []
+        out.append(f"--- rank {i} 的最后输出 ---\n" + "\n".join(text[-n:]))
+    return "\n".join(out)
+
+
+def run_multiprocess(
+    processes: int = 2,
+    sizes: str | Sequence[int | str] = DEFAULT_SIZES,
+    collectives: Sequence[str] = DEFAULT_COLLECTIVES,
+    *,
+    devices_per_process: int = 4,
+    repeats: int = 5,
+    warmup: int = 2,
+    timeout_s: float = 120.0,
+    compare_in_process: bool = True,
+    rt=None,
+) -> MultiProcessResult:
+    """跨进程计时，再在本进程里用同样多的设备计时，逐行比较（见模块说明）
+
+    本进程需要 processes × devices_per_process 个 CPU 设备（cpu 档位默认 8 个，正好是 2 × 4）。
+    子进程先跑完，本进程再计时，两者不抢 CPU。
+    """
+    ranks, cross = launch(
+        processes,
+        sizes,
+        collectives,
+        devices_per_process=devices_per_process,
+        repeats=repeats,
+        warmup=warmup,
+        timeout_s=timeout_s,
+    )
+    local = None
+    if compare_in_process:
+        from shardlab import runtime
+
+        total = processes * devices_per_process
+        rt = rt if rt is not None else runtime.setup("cpu", n_devices=total)
+        cpus = [d for d in rt.mesh_devices if d.platform == "cpu"]
+        if len(cpus) < total:
+            raise MultiProcessError(f"本进程只有 {len(cpus)} 个 CPU 设备，比较需要 {total} 个")
+        mesh = runtime.make_mesh((total,), ("X",), devices=cpus[:total])
+        colls = list(dict.fromkeys(r.collective for r in cross.rows))
+        sizes_v = sorted({r.bytes for r in cross.rows})
+        local = bench.run_sweep(
+            colls, sizes_v, rt=rt, mesh=mesh, repeats=repeats, warmup=warmup, progress=False, budget_s=None
+        )
+    by_key = {(r.collective, r.bytes): r for r in (local.rows if local else [])}
+    checks = ranks[0].get("checks", {})
+    rows = []
+    for r in cross.rows:
+        loc = by_key.get((r.collective, r.bytes))
+        t_in = loc.median_s if loc else 0.0
+        rows.append(
+            CompareRow(
+                r.collective,
+                r.bytes,
+                t_in,
+                r.median_s,
+                r.median_s / t_in if t_in else float("nan"),
+                checks.get(f"{r.collective}:{r.bytes}", ""),
+            )
+        )
+    meta = {**cross.metadata, "processes": processes, "devices_per_process": devices_per_process}
+    return MultiProcessResult(rows, ranks, cross, local, meta)
+
+
+# ---- 子进程（worker） ----
+
+
+def check_output(collective: str, y, mesh, axis: str = "X") -> str:
+    """检查一维网格上 `bench.make_input` 的结果：psum 处处为 0+1+…+(n-1)，AllGather 的各块依次为 0…n-1"""
+    import numpy as np
+
+    n = mesh.shape[axis]
+    shards = [np.asarray(s.data) for s in y.addressable_shards]
+    if collective == "all_reduce":
+        want = n * (n - 1) / 2
+        ok = all(np.all(s == want) for s in shards)
+        return f"psum = {want:g} ✓" if ok else f"psum ≠ {want:g} ✗"
+    if collective == "all_gather":
+        ok = all(np.array_equal(np.unique(s), np.arange(n)) and s[0] == 0 and s[-1] == n - 1 for s in shards)
+        return "all_gather 0…n-1 ✓" if ok else "all_gather ✗"
+    return ""
+
+
+def worker_body(mesh, sizes, collectives, *, repeats: int, warmup: int, axis: str = "X", chip=None):
+    """在（全局）网格上对每种集合通信、每个大小检查并计时；各进程调用次数相同（不用时间预算）"""
+    import numpy as np
+
+    chip = chip or bench.hardware.CPU
+    tpu = isinstance(chip, bench.hardware.TpuChip)
+    slice_shape = bench.tpu_slice_shape(mesh.devices.flat, chip.torus_dims) if tpu else None
+    n = mesh.shape[axis]
+    rows, checks = [], {}
+    for coll in collectives:
+        fn = bench.build_fn(coll, mesh, axis)
+        for v in sorted({bench.round_size(s, n, 4) for s in sizes}):
+            x = bench.make_input(coll, v, mesh, axis)
+            checks[f"{coll}:{v}"] = check_output(coll, fn(x), mesh, axis)
+            times = bench.time_call(fn, x, repeats=repeats, warmup=warmup, budget_s=None)
+            rows.append(
+                bench.summarize(coll, v, n, np.asarray(times), dtype="float32", chip=chip, slice_shape=slice_shape)
+            )
+    return rows, checks
+
+
+def worker_main(args) -> int:  # pragma: no cover - 只在子进程里运行（tests/test_bench.py 从外面检查它的结果）
+    """``python -m shardlab.bench --worker ...`` 的入口"""
+    import jax
+
+    from shardlab import runtime
+
+    coordinator = f"{args.coordinator}:{args.port}" if args.coordinator else None
+    rt = runtime.init_distributed(
+        coordinator,
+        args.world if coordinator else None,
+        args.rank if coordinator else None,
+        local_devices=args.devices_per_process,
+        profile=args.profile,
+        timeout_s=int(args.timeout),
+    )
+    try:
+        mesh = rt.mesh((rt.n_devices,), ("X",))
+        rank, world = jax.process_index(), jax.process_count()
+        line = (
+            f"pid {os.getpid()}，{socket.gethostname()}，本进程 {jax.local_device_count()} 个设备，全局 {mesh.size} 个"
+        )
+        print(f"rank {rank} / world size {world}：{line}", flush=True)
+        chip = bench.collective_chip(rt) if not rt.emulated_mesh else bench.hardware.CPU
+        rows, checks = worker_body(
+            mesh,
+            bench.parse_sizes(args.sizes),
+            [bench.canonical(c) for c in args.collectives.split(",")],
+            repeats=args.repeats,
+            warmup=args.warmup,
+            chip=chip,
+        )
+        meta = bench.metadata(rt, mesh, "X", chip=chip.name, repeats=args.repeats, warmup=args.warmup)
+        report = {
+            "rank": rank,
+            "world": world,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "local_devices": jax.local_device_count(),
+            "global_devices": mesh.size,
+            "line": line,
+            "checks": checks,
+            "metadata": meta,
+            "rows": [asdict(r) for r in rows],
+        }
+        out = Path(args.result or f"build/bench/worker-rank{rank}.json")
+        if args.result or rank == 0:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(report, ensure_ascii=False))
+        bad = [k for k, v in checks.items() if "✗" in v]
+        return 1 if bad else 0
+    finally:
+        runtime.shutdown_distributed()
