@@ -42,7 +42,7 @@ def test_reference_values_agree_with_the_book():
     assert answers.expected_value("ch05-p1b") == pytest.approx(8.388608e6 / (2 * 9e10))  # 46.6 µs
     assert answers.expected_value("ch05-p2") == pytest.approx(2e-6)  # 2 跳 × 1 µs
     assert answers.expected_value("ch05-p4") == 16
-    assert answers.expected_value("ch05-p5-8") == pytest.approx(2 * 14e9 * 7 / 8 / 450e9)
+    assert answers.expected_value("ch05-p5-8") == pytest.approx(2 * 14e9 * 7 / 8 / 450e9, rel=1e-3)  # + 约 10 µs 延迟项
     assert answers.expected_value("ch05-p7-decode-bytes") == 8192 * 2
     assert answers.expected_value("ch06-p8c-time") == 0.0
 

@@ -72,7 +72,9 @@ def test_7b_gradient_allreduce_on_8_h100():
     book = cost.t_comms(2 * grad, 450e9)  # 62 ms 是去掉 (N-1)/N 的大 N 极限：2 × 14 GB / 450 GB/s
     assert book == pytest.approx(62.2e-3, rel=1e-3)
     assert book - exact > 5e-3
-    assert cost.estimate("all_reduce", grad, {"data": 8}, "h100").time_s == pytest.approx(exact)
+    est = cost.estimate("all_reduce", grad, {"data": 8}, "h100")
+    assert est.bandwidth_term_s == pytest.approx(exact)
+    assert est.time_s == pytest.approx(exact + 3.6e-6 + 14 * 0.47e-6)  # 加上 NCCL 模型的延迟项：2(N-1) 步
 
 
 def test_h100_node_allgather_1ms():
@@ -360,7 +362,7 @@ def test_estimate_unknown_chip():
     ("kwargs", "message"),
     [
         (dict(axes={"d": 12}), "整分"),
-        (dict(axes={"d": 8}, hop_latency=1e-6), "latency not modelled"),
+        (dict(axes={"d": 8}, hop_latency=-1e-6), "延迟"),
         (dict(axes={"d": 16}, chip="a100"), "书中未给出"),
     ],
 )
@@ -410,15 +412,27 @@ def test_estimate_multi_axis_and_slice_shape():
 def test_estimate_gpu_paths():
     v = 1e9
     in_node = cost.estimate("all_to_all", v, {"ep": 8}, "h100")
-    assert in_node.time_s == pytest.approx(cost.gpu_alltoall_in_node(v, 8, 450e9))
+    assert in_node.bandwidth_term_s == pytest.approx(cost.gpu_alltoall_in_node(v, 8, 450e9))
+    assert in_node.time_s == pytest.approx(in_node.bandwidth_term_s + 3.6e-6 + 7 * 0.47e-6)
     assert in_node.wraparound is None and in_node.regime == "bandwidth-bound"
     cross = cost.estimate("all_gather", v, {"dp": 4, "tp": 8}, "b200")
-    assert cross.time_s == pytest.approx(cost.gpu_allgather_cross_node(v, 8, 4, 900e9, 400e9))
+    assert cross.bandwidth_term_s == pytest.approx(cost.gpu_allgather_cross_node(v, 8, 4, 900e9, 400e9))
+    # 31 步里有 3 步跨节点（M-1 = 3）
+    assert cross.time_s - cross.bandwidth_term_s == pytest.approx(3.6e-6 + 28 * 0.47e-6 + 3 * 2.7e-6)
     a2a = cost.estimate("all_to_all", v, {"ep": 16}, "h100")
-    assert a2a.time_s == pytest.approx(cost.gpu_alltoall_cross_node(v, 2, 400e9))
+    assert a2a.bandwidth_term_s == pytest.approx(cost.gpu_alltoall_cross_node(v, 2, 400e9))
     nvl = cost.estimate("all_reduce", v, {"dp": 72}, "gb200")
-    assert nvl.time_s == pytest.approx(cost.gpu_allreduce_in_node(v, 72, 900e9))
+    assert nvl.bandwidth_term_s == pytest.approx(cost.gpu_allreduce_in_node(v, 72, 900e9))
     assert "节点内" in nvl.formula and "跨 M=4" in cross.formula
+
+
+def test_gpu_small_messages_are_latency_bound():
+    decode = cost.estimate("all_reduce", 8192 * 2, {"tp": 8}, "h100")  # 一个 token 的激活
+    assert decode.regime == "latency-bound"
+    assert decode.hop_latency_s == pytest.approx(cost.gpu_ring_latency("all_reduce", 8, 8, hw.H100))
+    assert cost.gpu_ring_latency("psum", 1, 8, hw.H100) == 0.0
+    faster = cost.estimate("all_reduce", 8192 * 2, {"tp": 8}, "h100", hop_latency=0.0)
+    assert faster.time_s == pytest.approx(3.6e-6 + decode.bandwidth_term_s)
 
 
 def test_estimate_emulated_cpu_runs_without_mesh():

@@ -111,8 +111,9 @@ def test_export_source_runs_and_reports_plain_data(capsys):
         ExportItem("c", "stub"),
         ExportItem("d", "f", "function", ((2,), (0,))),
         ExportItem("e", "text"),
+        ExportItem("g", "h", "function", ((4, True), (4, False))),
     ]
-    namespace = {"x": 2.5, "stub": ..., "f": lambda n: 1 / n, "text": "abc"}
+    namespace = {"x": 2.5, "stub": ..., "f": lambda n: 1 / n, "text": "abc", "h": lambda n, bi: n / (4 if bi else 2)}
     exec(export_source(items), namespace)
     got = parse_exports(capsys.readouterr().out)
     assert got["a"] == {"value": 2.5}
@@ -120,4 +121,5 @@ def test_export_source_runs_and_reports_plain_data(capsys):
     assert got["c"] == {"missing": True}
     assert got["d"]["cases"][0] == {"value": 0.5} and "ZeroDivisionError" in got["d"]["cases"][1]["error"]
     assert "error" in got["e"]
+    assert got["g"]["cases"] == [{"value": 1.0}, {"value": 2.0}]  # 布尔参数（JSON 的 true/false）也能传进去
     assert "__shardlab_export" not in namespace

@@ -22,7 +22,6 @@ P4_MESH = {"X": 4, "Y": 8, "Z": 2}  # ch05 P4 / ch06 P1
 P5_PARAMS = 7e9  # ch05 P5：7B 模型的梯度，bf16
 P6_PARAMS = 70e9  # ch05 P6：70B 模型，bf16
 P7_D, P7_TP, P7_PROMPT = 8192, 8, 2048  # ch05 P7：LLaMA-70B，TP=8
-P7_STEP_LATENCY = 1e-6  # 假设：NVLink 环每一步的固定开销约 1 µs（与 ICI 每跳同量级）
 CH06_P5 = {"B": 128, "D": 8192, "F": 32768, "mesh": {"X": 2, "Y": 2}}  # TPU v5e 2x2
 CH06_P8 = {"I": 4096, "J": 8192, "K": 4096, "mesh": {"X": 4, "Y": 4}}  # TPU v5e 4x4
 
@@ -137,9 +136,8 @@ def ch05_p7_bytes(tokens: int) -> float:
 
 
 def ch05_p7_time(tokens: int) -> float:
-    # NCCL 环形 AllReduce：每步每个 GPU 沿 NVLink 的一个方向发送一块
-    nvlink = hardware.H100.nvlink_bw_per_direction
-    return cost.allreduce_oneway_ring(ch05_p7_bytes(tokens), P7_TP, nvlink, hop_latency=P7_STEP_LATENCY)
+    # 节点内的 NCCL 环形 AllReduce：带宽项 2V(N-1)/(N·W_nvlink) 加上 NCCL 模型的延迟项（2(N-1) 步）
+    return cost.estimate("all_reduce", ch05_p7_bytes(tokens), {"TP": P7_TP}, "h100").time_s
 
 
 def ch06_p5_weight_bytes() -> float:
@@ -372,12 +370,12 @@ def _registry() -> dict[str, Answer]:
                 slips=(
                     Slip(
                         None,
-                        "只算了带宽项：decode 的负载很小，每一步的固定开销才是主要部分（latency-bound）",
+                        "只算了带宽项，漏了延迟项：NCCL 每次集合通信有固定开销，环上每一步还有开销；负载越小，延迟项越重要",
                         alt=lambda right, t=tokens: cost.gpu_allreduce_in_node(
                             ch05_p7_bytes(t), P7_TP, hardware.H100.nvlink_bw_per_direction
                         ),
                     ),
-                    Slip(0.5, "AllReduce 的步数是 2(N-1)：ReduceScatter 与 AllGather 各 N-1 步"),
+                    BF16,
                 ),
             )
         )

@@ -494,6 +494,23 @@ def _resolve_axes(axes, mesh: Mapping[str, int] | None) -> list[tuple[str, int]]
     return pairs
 
 
+def gpu_ring_latency(collective: str, n: int, gpus_per_node: int, chip: hardware.GpuChip, step_latency=None) -> float:
+    """NCCL 环形算法的延迟项（秒）：base + (步数 - 跨节点步数)·t_NVLink + 跨节点步数·t_net
+
+    步数：AllGather / ReduceScatter / AllToAll 为 N-1，AllReduce 为 2(N-1)；跨节点步数同理按节点数 M 计。
+    这是 NCCL 自己选算法时用的模型（src/graph/tuning.cc，ring + LL 协议），不是测量值；
+    加在带宽项上：T = 延迟项 + 带宽项。step_latency 可替换每步 NVLink 的开销。
+    """
+    n = _size(n)
+    if n == 1:
+        return 0.0
+    m = max(1, n // gpus_per_node)
+    factor = 2 if _canonical(collective) == "all_reduce" else 1
+    steps, inter = factor * (n - 1), factor * (m - 1)
+    intra = chip.nvlink_step_latency if step_latency is None else _latency(step_latency)
+    return chip.nccl_base_latency + (steps - inter) * intra + inter * chip.net_step_latency
+
+
 def _estimate_gpu(coll: str, v: float, n: int, chip: hardware.GpuChip) -> tuple[float, str]:
     w, g = chip.nvlink_bw_per_direction, chip.gpus_per_node
     if n <= g:
@@ -526,7 +543,8 @@ def estimate(
     axes：集合通信经过的轴 {轴名: 大小}，或轴名序列配合 mesh（轴名 → 大小）。
     TPU：按 hardware.has_wraparound 逐轴判断 wraparound（slice_shape 默认取 mesh 的形状），
     单轴用双向环或线形公式，多轴用多轴公式；hop_latency 默认取芯片的每跳延迟。
-    GPU：轴的总大小不超过节点时用节点内公式，否则用跨节点公式；GPU 公式不含延迟项。
+    GPU：轴的总大小不超过节点时用节点内公式，否则用跨节点公式；再加上 NCCL 模型的延迟项（gpu_ring_latency），
+    hop_latency 给出时替换每步 NVLink 的开销。
     模拟 CPU：名义值，每个轴都按有 wraparound 的环计算。
     """
     coll, v, chip = _canonical(collective), _bytes(nbytes), hardware.get_chip(chip)
@@ -534,10 +552,14 @@ def estimate(
     sizes = [size for _, size in pairs]
     common = dict(collective=coll, chip=chip.name, nbytes=v, axes=tuple(pairs))
     if isinstance(chip, hardware.GpuChip):
-        if hop_latency:
-            raise ValueError("GPU 公式不含延迟项（latency not modelled）：请不要为 GPU 传 hop_latency")
-        t, formula = _estimate_gpu(coll, v, math.prod(sizes), chip)
-        return Estimate(**common, time_s=t, regime="bandwidth-bound", formula=formula, bandwidth_term_s=t)
+        n = math.prod(sizes)
+        t_bw, formula = _estimate_gpu(coll, v, n, chip)
+        lat = gpu_ring_latency(coll, n, chip.gpus_per_node, chip, hop_latency)
+        regime = "latency-bound" if lat > t_bw else "bandwidth-bound"
+        formula = f"延迟项（NCCL 模型）+ {formula}"
+        return Estimate(
+            **common, time_s=lat + t_bw, regime=regime, formula=formula, bandwidth_term_s=t_bw, hop_latency_s=lat
+        )
 
     lat = chip.hop_latency if hop_latency is None else _latency(hop_latency)
     shape = slice_shape if slice_shape is not None else (tuple(mesh.values()) if mesh is not None else None)

@@ -50,7 +50,7 @@ def __shardlab_export(spec):
         else:
             out[aid] = plain(globals()[var])
     print({MARKER!r} + json.dumps(out, ensure_ascii=True))
-__shardlab_export({spec})
+__shardlab_export(__import__("json").loads({spec!r}))
 del __shardlab_export
 """
 

@@ -29,6 +29,9 @@ _GPU_SPECS = "gpus.md「Summary of GPU specs」"
 _GPU_HBM_BW = "gpus.md「Memory」（H100 3.35 TB/s；表中取整为 3.4e12）与「Summary of GPU specs」"
 _GPU_NVLINK = "gpus.md「At the node level」NVLink 表（每链路每方向带宽、链路数、NVSwitch 数）"
 _GPU_NODE = "gpus.md「Beyond the node level」（400 Gbps NIC 每 GPU；GB200 NVL72 的 72 GPU 节点）"
+_NCCL_LAT = (
+    "NVIDIA/nccl src/graph/tuning.cc 的代价模型：ring + LL 协议 baseLat 3.6 µs，每步 hwLat NVLink 0.47 µs、网络 2.7 µs"
+)
 _NOMINAL = "名义值（nominal）：只为让代价模型能在模拟设备上运行，不对应任何真实互连或芯片"
 
 CUBE_EDGE = 4  # v4 / v5p 切片由 4x4x4 立方体拼成（tpus.md「TPU Networking」）
@@ -114,6 +117,9 @@ class GpuChip(_Chip):
     gpus_per_node: int = _num(_GPU_NVLINK)  # NVLink 域大小
     nvswitches_per_node: int = _num(_GPU_NVLINK)
     ib_bw_per_gpu: float | None = _num(_GPU_NODE)  # bytes/s，每 GPU 一块 NIC；书中未给出时为 None
+    nccl_base_latency: float = _num(_NCCL_LAT, 3.6e-6)  # s，一次集合通信的固定开销（NCCL 模型）
+    nvlink_step_latency: float = _num(_NCCL_LAT, 0.47e-6)  # s，环上每一步经 NVLink 的开销
+    net_step_latency: float = _num(_NCCL_LAT, 2.7e-6)  # s，环上每一步跨节点（InfiniBand）的开销
     aliases: tuple[str, ...] = ()
     note: str = ""
     emulated: bool = False
