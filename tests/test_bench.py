@@ -122,7 +122,9 @@ def test_predict_ppermute_one_hop():
     t, regime, _ = bench.predict("ppermute", 4.5e9, 8, hardware.H100)
     assert t == pytest.approx(10e-3) and regime == "bandwidth-bound"
     assert bench.predict("ppermute", 5e9, 16, hardware.H100)[0] == pytest.approx(0.1)  # 跨节点：50 GB/s 的网卡
-    assert bench.crossover_bytes("all_reduce", 8, hardware.H100) is None  # GPU 公式没有延迟项
+    # GPU：延迟项来自 NCCL 的模型（3.6 µs + 14 步 × 0.47 µs），带宽项的斜率 2(N-1)/(N·W_nvlink)
+    lat = cost.gpu_ring_latency("all_reduce", 8, 8, hardware.H100)
+    assert bench.crossover_bytes("all_reduce", 8, hardware.H100) == pytest.approx(lat / (2 * 7 / 8 / 450e9))
 
 
 def test_predict_tpu_uses_physical_slice():

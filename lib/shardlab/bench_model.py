@@ -192,7 +192,7 @@ def predict(
 
 
 def crossover_bytes(collective: str, n: int, chip: hardware.Chip, **kw) -> float | None:
-    """预测的延迟项 = 带宽项时的 V（字节）；没有延迟项（GPU 公式）时为 None"""
+    """预测的延迟项 = 带宽项时的 V（字节）；模型没有延迟项时为 None"""
     t_lat = predict(collective, 0.0, n, chip, **kw)[0]
     slope = predict(collective, 2.0**30, n, chip, **kw)[2] / 2.0**30
     return t_lat / slope if t_lat > 0 and slope > 0 else None
