@@ -66,7 +66,9 @@ def _fake_backend(monkeypatch, n_accel):
     accel = [_FakeTPU(i) for i in range(n_accel)]
     monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
     monkeypatch.setattr(jax, "devices", lambda backend=None: cpu if backend == "cpu" else accel)
-    monkeypatch.setattr(jax, "local_devices", lambda process_index=None, backend=None: cpu if backend == "cpu" else accel)
+    monkeypatch.setattr(
+        jax, "local_devices", lambda process_index=None, backend=None: cpu if backend == "cpu" else accel
+    )
     return cpu, accel
 
 

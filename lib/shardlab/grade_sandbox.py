@@ -1,0 +1,377 @@
+"""评分沙箱：在隔离的进程里用 nbval 运行一份注入过导出单元的提交
+
+做法（以 root 运行、装有 bubblewrap 时，即 ``mode == "bwrap"``）：
+
+* ``bwrap`` 建立新的 pid / 网络 / IPC / UTS（/ cgroup）命名空间：没有网络（只有一个未启用的 lo），
+  看不见评分器和其他学生的进程，评分器一杀沙箱，命名空间里的所有进程都一起结束（``--die-with-parent``）；
+* 文件系统是白名单：只读挂载 ``/usr``、``/etc``、Python 的安装目录、虚拟环境和一份**去掉参考算法**的
+  ``shardlab``（``answers.py``、``check.py`` 换成不含参考值的版本）；工作目录是一块限定大小的 tmpfs，
+  里面只有这一份评分用的笔记本；``/tmp`` 也是私有 tmpfs。仓库、解答、答案表、提交目录、输出目录都不可见；
+* 进入沙箱后用 ``setpriv`` 换成一个随机的非特权 uid（没有任何能力、``no_new_privs``），
+  于是只读挂载写不进去，``RLIMIT_NPROC`` 也真正生效（root 不受它限制）；
+* 资源限制（``setrlimit``，对每个进程）：地址空间、进程/线程数、单个文件大小、CPU 时间、core 文件；
+  外加整份提交的墙钟时间（超时杀掉整个进程组）和读回的输出大小上限。
+
+没有 bubblewrap（或不是 root）时退到 ``mode == "rlimit"``：只有资源限制、独立的进程组和临时工作目录，
+没有命名空间；评分器会在 gradebook.json 里记下实际用的模式。
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+SANDBOX_HOME = "/home/student"
+NOTEBOOK_NAME = "graded.ipynb"
+RC_MARK = b"@@SHARDLAB-RC="
+LOG_MARK = b"@@SHARDLAB-LOG@@\n"
+JUNIT_MARK = b"@@SHARDLAB-JUNIT@@\n"
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """每份提交的限制；默认值够一个正常的练习笔记本用上好几倍"""
+
+    wall_s: float = 120.0  # 整份提交（含内核启动）的墙钟时间
+    cell_s: float = 30.0  # 每个单元的时间（nbval --nbval-cell-timeout）
+    memory_bytes: int = 4 << 30  # 每个进程的地址空间（RLIMIT_AS）；JAX 内核本身约 1.7 GiB 的虚拟地址
+    nproc: int = 512  # 沙箱 uid 的进程 + 线程数（RLIMIT_NPROC）；JAX 内核自己就有上百个线程
+    file_bytes: int = 64 * MiB  # 单个文件（RLIMIT_FSIZE）
+    tmp_bytes: int = 128 * MiB  # 工作目录与 /tmp 这两块 tmpfs 各自的大小
+    output_bytes: int = 8 * MiB  # 从沙箱读回的标准输出（JUnit 报告等）
+    cpu_s: int = 300  # 每个进程的 CPU 时间（RLIMIT_CPU）
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class RunResult:
+    rc: int | None  # pytest 的退出码；沙箱没能报告时为 None
+    junit: str | None
+    log_tail: str
+    wall_s: float
+    timed_out: bool = False
+    output_truncated: bool = False
+    sandbox_rc: int | None = None
+    stderr_tail: str = ""
+
+
+def detect_mode() -> str:
+    """'bwrap'（命名空间 + 换 uid + 资源限制）或 'rlimit'（只有资源限制）"""
+    if os.environ.get("SHARDLAB_GRADE_SANDBOX") == "rlimit":
+        return "rlimit"
+    if os.geteuid() == 0 and shutil.which("bwrap") and shutil.which("setpriv"):
+        try:
+            probe = subprocess.run(
+                ["bwrap", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc", "true"],
+                capture_output=True,
+                timeout=20,
+            )
+            if probe.returncode == 0:
+                return "bwrap"
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return "rlimit"
+
+
+def stage_library(lib_dir: Path, dest: Path) -> Path:
+    """把 shardlab 复制到 dest/shardlab，并把含参考算法的两个模块换成不含参考值的版本"""
+    pkg = dest / "shardlab"
+    shutil.copytree(lib_dir / "shardlab", pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (pkg / "answers.py").write_text(_REDACTED_ANSWERS, encoding="utf-8")
+    (pkg / "check.py").write_text(_REDACTED_CHECK, encoding="utf-8")
+    for path in [dest, *dest.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return pkg
+
+
+_REDACTED_ANSWERS = '''"""评分沙箱里的 shardlab.answers：参考算法与参考值不在这里（评分在沙箱外进行）"""
+
+
+def __getattr__(name):
+    raise AttributeError(f"评分时不提供 shardlab.answers.{name}：参考答案只在评分器进程里")
+'''
+
+_REDACTED_CHECK = '''"""评分沙箱里的 shardlab.check：自检在评分时不运行（评分在沙箱外进行）"""
+
+
+def check(answer_id, value):
+    print(f"… {answer_id}：评分时不运行自检")
+
+
+def evaluate(answer_id, value):
+    raise RuntimeError("评分时不提供自检")
+'''
+
+
+def _python_roots() -> list[str]:
+    roots = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    exe = os.path.realpath(sys.executable)
+    if not any(exe.startswith(r + os.sep) for r in roots):
+        roots.add(os.path.dirname(os.path.dirname(exe)))
+    return sorted(roots)
+
+
+class Sandbox:
+    """运行 ``pytest --nbval-lax`` 的沙箱；一个实例可以被多个线程同时使用"""
+
+    def __init__(self, lib_dir: Path, staged_lib: Path, limits: Limits, mode: str | None = None):
+        self.lib_dir = Path(lib_dir).resolve()
+        self.staged_lib = Path(staged_lib)
+        self.limits = limits
+        self.mode = mode or detect_mode()
+        self._procs: set[subprocess.Popen] = set()
+        self._lock = threading.Lock()
+
+    # ---- 命令行 ----
+    def _env(self, home: str) -> dict[str, str]:
+        return {
+            "PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": home,
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "IPYTHONDIR": f"{home}/.ipython",
+            "JUPYTER_RUNTIME_DIR": f"{home}/.jupyter-runtime",
+            "JUPYTER_PLATFORM_DIRS": "1",
+            "JUPYTER_PATH": os.path.join(sys.prefix, "share", "jupyter"),
+            "MPLCONFIGDIR": f"{home}/.mpl",
+            "MPLBACKEND": "agg",
+            "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+            "COURSE_PROFILE": "cpu",
+            "JAX_PLATFORMS": "cpu",
+            "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+            "TF_CPP_MIN_LOG_LEVEL": "3",
+        }
+
+    def _script(self, home: str) -> str:
+        lim = self.limits
+        pytest = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-c",
+            f"{home}/.pytest.ini",
+            "--rootdir",
+            home,
+            "-p",
+            "nbval.plugin",
+            "-p",
+            "shardlab.grade_plugin",
+            "-p",
+            "no:cacheprovider",
+            "--nbval-lax",
+            "--nbval-current-env",
+            f"--nbval-cell-timeout={lim.cell_s:g}",
+            "--nbval-kernel-startup-timeout=60",
+            "-o",
+            "junit_family=xunit1",
+            "--junitxml",
+            f"{home}/.junit.xml",
+            NOTEBOOK_NAME,
+        ]
+        quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in pytest)
+        return (
+            f"printf '[pytest]\\n' > .pytest.ini; {quoted} > .pytest.log 2>&1; rc=$?; "
+            f"printf '\\n{RC_MARK.decode()}%s\\n' \"$rc\"; printf '{LOG_MARK.decode()[:-1]}\\n'; "
+            "tail -c 3000 .pytest.log; "
+            f"printf '\\n{JUNIT_MARK.decode()[:-1]}\\n'; cat .junit.xml 2>/dev/null"
+        )
+
+    def command(self, notebook: Path, workdir: Path, uid: int) -> tuple[list[str], str | None]:
+        """返回 (argv, cwd)"""
+        if self.mode != "bwrap":
+            home = str(workdir)
+            return ["/bin/sh", "-c", self._script(home)], home
+        home = SANDBOX_HOME
+        lim = self.limits
+        argv = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        argv += ["--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv"]
+        for key, value in self._env(home).items():
+            argv += ["--setenv", key, value]
+        argv += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            path = Path("/") / name
+            if path.is_symlink():
+                argv += ["--symlink", os.readlink(path), str(path)]
+            elif path.is_dir():
+                argv += ["--ro-bind", str(path), str(path)]
+        binds = [(root, root) for root in _python_roots()] + [(str(self.staged_lib), str(self.lib_dir))]
+        parents = sorted({str(p) for _, dest in binds for p in Path(dest).parents if str(p) not in ("/", "/usr")})
+        for parent in parents:  # bwrap 自己建的上级目录是 0700，非特权 uid 进不去
+            argv += ["--perms", "0755", "--dir", parent]
+        for src, dest in binds:
+            argv += ["--ro-bind", src, dest]
+        argv += ["--proc", "/proc", "--dev", "/dev"]
+        argv += ["--perms", "1777", "--size", str(lim.tmp_bytes), "--tmpfs", "/tmp"]
+        argv += ["--perms", "1777", "--size", str(lim.tmp_bytes), "--tmpfs", home]
+        argv += ["--ro-bind", str(notebook), f"{home}/{NOTEBOOK_NAME}", "--chdir", home]
+        argv += ["--cap-add", "CAP_SETUID,CAP_SETGID", "--"]
+        argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
+        argv += ["--bounding-set=-all", "--no-new-privs", "--", "/bin/sh", "-c", self._script(home)]
+        return argv, None
+
+    def _rlimits(self) -> dict:
+        lim = self.limits
+        return {
+            resource.RLIMIT_AS: lim.memory_bytes,
+            resource.RLIMIT_NPROC: lim.nproc,
+            resource.RLIMIT_FSIZE: lim.file_bytes,
+            resource.RLIMIT_CPU: lim.cpu_s,
+            resource.RLIMIT_CORE: 0,
+        }
+
+    def _prlimit_prefix(self) -> list[str]:
+        """用 util-linux 的 prlimit 设资源限制再 exec：不需要在（多线程的）评分器里用 preexec_fn"""
+        lim = self.limits
+        return [
+            "prlimit",
+            f"--as={lim.memory_bytes}",
+            f"--nproc={lim.nproc}",
+            f"--fsize={lim.file_bytes}",
+            f"--cpu={lim.cpu_s}",
+            "--core=0",
+            "--",
+        ]
+
+    # ---- 运行 ----
+    def run(self, graded_notebook: Path) -> RunResult:
+        lim = self.limits
+        uid = 200_000 + secrets.randbelow(100_000)
+        with tempfile.TemporaryDirectory(prefix="shardlab-sbx-") as tmp:
+            workdir = Path(tmp)
+            if self.mode != "bwrap":
+                shutil.copy(graded_notebook, workdir / NOTEBOOK_NAME)
+                env = self._env(str(workdir))
+                env["PYTHONPATH"] = str(self.staged_lib)
+            else:
+                env = {"PATH": "/usr/bin:/bin"}
+            argv, cwd = self.command(graded_notebook, workdir, uid)
+            preexec = None
+            if shutil.which("prlimit"):
+                argv = self._prlimit_prefix() + argv
+            else:  # 没有 prlimit：退回 preexec_fn（在多线程进程里 fork 后调用，只做 setrlimit）
+                limits = self._rlimits()
+
+                def preexec():
+                    for res, value in limits.items():
+                        resource.setrlimit(res, (value, value))
+
+            start = time.monotonic()
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                preexec_fn=preexec,
+                start_new_session=True,
+                close_fds=True,
+            )
+            with self._lock:
+                self._procs.add(proc)
+            out = _CappedReader(proc.stdout, lim.output_bytes)
+            err = _CappedReader(proc.stderr, 64 * 1024)
+            timed_out = False
+            try:
+                proc.wait(timeout=lim.wall_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc)
+                proc.wait()
+            finally:
+                with self._lock:
+                    self._procs.discard(proc)
+            _kill_group(proc)  # 以防万一：没有命名空间时，留下的后台进程也一起结束
+            out.join()
+            err.join()
+            wall = time.monotonic() - start
+        return _parse_output(out.data, out.truncated, err.data, proc.returncode, wall, timed_out)
+
+    def kill_all(self) -> None:
+        """Ctrl-C 时结束所有正在运行的沙箱"""
+        with self._lock:
+            procs = list(self._procs)
+        for proc in procs:
+            _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class _CappedReader(threading.Thread):
+    """读完一个管道，只保留前 cap 个字节（其余读掉丢弃，免得子进程卡在写管道上）"""
+
+    def __init__(self, stream, cap: int):
+        super().__init__(daemon=True)
+        self.stream, self.cap = stream, cap
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.truncated = False
+        self.start()
+
+    def run(self) -> None:
+        while True:
+            chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536)
+            if not chunk:
+                break
+            if self.size < self.cap:
+                keep = chunk[: self.cap - self.size]
+                self.chunks.append(keep)
+                self.size += len(keep)
+                if len(keep) < len(chunk):
+                    self.truncated = True
+            else:
+                self.truncated = True
+        self.stream.close()
+
+    @property
+    def data(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def _parse_output(data: bytes, truncated: bool, err: bytes, sandbox_rc, wall: float, timed_out: bool) -> RunResult:
+    rc = None
+    junit = None
+    log_tail = ""
+    pos = data.rfind(RC_MARK)
+    if pos >= 0:
+        rest = data[pos + len(RC_MARK) :]
+        line, _, rest = rest.partition(b"\n")
+        try:
+            rc = int(line.strip())
+        except ValueError:
+            rc = None
+        log_part, _, junit_part = rest.partition(JUNIT_MARK)
+        log_tail = log_part.replace(LOG_MARK, b"", 1).decode("utf-8", "replace").strip()
+        if junit_part.strip():
+            junit = junit_part.decode("utf-8", "replace")
+    return RunResult(
+        rc=rc,
+        junit=junit,
+        log_tail=log_tail,
+        wall_s=wall,
+        timed_out=timed_out,
+        output_truncated=truncated,
+        sandbox_rc=sandbox_rc,
+        stderr_tail=err[-2000:].decode("utf-8", "replace"),
+    )
