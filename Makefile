@@ -83,7 +83,7 @@ bench: $(STAMP)
 	$(BIN)/python -m shardlab.bench $(BENCH_ARGS)
 
 coverage: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests -m "not slow" \
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests \
 		--cov=shardlab --cov-report=term-missing --cov-fail-under=90
 
 lint: $(STAMP)
