@@ -12,7 +12,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools import course_config, nbsync  # noqa: E402
+from tools import course_config, nbsync, site_check  # noqa: E402
 
 NOTEBOOKS = nbsync.notebook_sources()
 IDS = [str(p.relative_to(ROOT)) for p in NOTEBOOKS]
@@ -88,21 +88,8 @@ def test_first_code_cell_is_the_setup_cell(md):
     )
 
 
-def _toc_files(node):
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in ("file", "root"):
-                yield value
-            else:
-                yield from _toc_files(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _toc_files(item)
-
-
 def test_toc_lists_existing_files_and_every_book_page():
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    listed = set(_toc_files(toc))
+    listed = set(site_check.toc_pages())
     for entry in listed:
         assert (ROOT / f"{entry}.md").exists(), f"_toc.yml 列出的 {entry}.md 不存在"
     pages = {str(p.relative_to(ROOT).with_suffix("")) for p in (ROOT / "book").glob("*.md")}
