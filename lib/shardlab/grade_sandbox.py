@@ -210,6 +210,8 @@ class Sandbox:
                 argv += ["--symlink", os.readlink(path), str(path)]
             elif path.is_dir():
                 argv += ["--ro-bind", str(path), str(path)]
+        # 先挂私有的 /tmp，再挂只读目录：仓库或虚拟环境本身可能就在 /tmp 下（例如 CI 的克隆），后挂的才不会被盖住
+        argv += ["--perms", "1777", "--size", str(lim.tmp_bytes), "--tmpfs", "/tmp"]
         binds = [(root, root) for root in _python_roots()] + [(str(self.staged_lib), str(self.lib_dir))]
         parents = sorted({str(p) for _, dest in binds for p in Path(dest).parents if str(p) not in ("/", "/usr")})
         for parent in parents:  # bwrap 自己建的上级目录是 0700，非特权 uid 进不去
@@ -217,7 +219,6 @@ class Sandbox:
         for src, dest in binds:
             argv += ["--ro-bind", src, dest]
         argv += ["--proc", "/proc", "--dev", "/dev"]
-        argv += ["--perms", "1777", "--size", str(lim.tmp_bytes), "--tmpfs", "/tmp"]
         argv += ["--perms", "1777", "--size", str(lim.tmp_bytes), "--tmpfs", home]
         argv += ["--ro-bind", str(notebook), f"{home}/{NOTEBOOK_NAME}", "--chdir", home]
         argv += ["--cap-add", "CAP_SETUID,CAP_SETGID", "--"]
