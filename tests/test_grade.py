@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "grader"
 NON_UTF8 = b"\xff\xfe-\xe5\xad\xa6\xe7\x94\x9f.ipynb"  # 不是合法 UTF-8 的文件名
 SEED = 7
-LIMITS = ["--cell-timeout", "2", "--wall", "45", "--memory-mb", "3072", "--nproc", "160"]
+LIMITS = ["--cell-timeout", "8", "--wall", "60", "--memory-mb", "3072", "--nproc", "160"]
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="评分沙箱只支持 Linux")
 SANDBOXED = sys.platform == "linux" and sbx.detect_mode() == "bwrap"
