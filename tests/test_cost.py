@@ -458,3 +458,11 @@ def test_cost_does_not_import_jax():
     assert "import jax" not in source and "from jax" not in source
     assert all(math.isfinite(cost.critical_intensity(c)) for c in hw.ALL_CHIPS)
     assert "shardlab.cost" in sys.modules
+
+
+def test_axis_bandwidth_names_the_direction_used_by_v_over_w():
+    assert cost.axis_bandwidth("v5e") == 9e10  # 一条轴的 W_双向
+    assert cost.axis_bandwidth("h100") == 450e9  # 每 GPU 单方向的 NVLink
+    assert cost.compute_bound_d_threshold(4, hw.TPU_V5E.flops_bf16, cost.axis_bandwidth("v5e")) == pytest.approx(
+        2 * 4 * cost.critical_intensity("v5e")
+    )

@@ -84,3 +84,8 @@ def test_md_table():
     assert md.data.splitlines() == ["| a | b\\|c |", "|---|---|", "| 1 | — |", "| x y | 2.5 |"]
     with pytest.raises(ValueError, match="2 列"):
         notebook.md_table(["a", "b"], [[1]])
+
+
+def test_text_table_aligns_columns():
+    text = notebook.text_table(["a", "bbb"], [["xx", 1], ["y", 22.5]])
+    assert text.splitlines() == ["a   bbb", "xx  1", "y   22.5"]

@@ -71,6 +71,7 @@ from shardlab.bench_model import (  # noqa: F401  公开名字从这里重新导
     round_size,
     tpu_slice_shape,
 )
+from shardlab.notebook import text_table
 
 # ---- 结果 ----
 
@@ -149,8 +150,7 @@ class BenchResult:
             )
             for r in self.rows
         ]
-        widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
-        lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in (head, *body)]
+        lines = [text_table(head, body)]
         if any(not r.model_valid for r in self.rows):
             lines.append("* " + EMULATED_NOTE)
         return "\n".join(lines)

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from shardlab import bench, units
+from shardlab.notebook import text_table
 
 DEFAULT_COLLECTIVES = ("all_reduce", "all_gather")
 DEFAULT_SIZES = "4k:1M:16"  # 4 KiB、64 KiB、1 MiB
@@ -100,8 +101,7 @@ class MultiProcessResult:
             )
             for r in self.rows
         ]
-        widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
-        lines += ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in (head, *body)]
+        lines.append(text_table(head, body))
         return "\n".join(lines)
 
     def to_json(self, path) -> Path:

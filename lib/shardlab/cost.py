@@ -345,15 +345,22 @@ def matmul_flops(b: int, d: int, f: int) -> int:
     return 2 * _size(b, "B") * _size(d, "D") * _size(f, "F")
 
 
-def critical_intensity(chip: str | hardware.Chip) -> float:
-    """单轴通信的临界强度 C / W（FLOPs/byte）
+def axis_bandwidth(chip: str | hardware.Chip) -> float:
+    """单轴集合通信的带宽 W（bytes/s），即 V/W 公式里的 W
 
-    TPU 与模拟设备：W = ici_bidir_bw（v5p 2550，v4p 约 3056，v5e 约 2189，v6e 约 5111）；
-    GPU：W = nvlink_bw_per_direction（H100：9.89e14 / 4.5e11 ≈ 2198）。
+    TPU 与模拟设备：一条有 wraparound 的轴的 W_bidir（ici_bidir_bw）；GPU：每 GPU 单方向的 NVLink 带宽。
     """
     chip = hardware.get_chip(chip)
-    bw = chip.nvlink_bw_per_direction if isinstance(chip, hardware.GpuChip) else chip.ici_bidir_bw
-    return chip.flops_bf16 / bw
+    return chip.nvlink_bw_per_direction if isinstance(chip, hardware.GpuChip) else chip.ici_bidir_bw
+
+
+def critical_intensity(chip: str | hardware.Chip) -> float:
+    """单轴通信的临界强度 C / W（FLOPs/byte），W = axis_bandwidth(chip)
+
+    v5p 2550，v4p 约 3056，v5e 约 2189，v6e 约 5111；H100：9.89e14 / 4.5e11 ≈ 2198。
+    """
+    chip = hardware.get_chip(chip)
+    return chip.flops_bf16 / axis_bandwidth(chip)
 
 
 class MatmulTimes(NamedTuple):
