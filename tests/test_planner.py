@@ -135,7 +135,7 @@ def test_case2_choice_flips_with_shape():
     assert gather is not None and gather.t_comms == pytest.approx(p.t_comms * 2)  # I·J·4 对 2·I·K·4
 
 
-# ---- 数字：REFERENCE §3 的分片 matmul ----
+# ---- 数字：How To Scale Your Model（sharding.md）里分片 matmul 的阈值 ----
 
 # 书中的理想化：每个轴都是有 wraparound 的双向环（EmulatedChip 按此计算），算力与链路用 v5e 的
 V5E = hardware.get_chip("v5e")
