@@ -18,9 +18,8 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from shardlab import bench, cost, hardware, runtime  # noqa: E402
-from shardlab.bench import cli, measure, model, result  # noqa: E402
-from shardlab.bench import multiprocess as mp  # noqa: E402
+from shardlab import bench, cost, hardware, names, runtime  # noqa: E402
+from shardlab.bench import cli, measure, model, multiprocess, result  # noqa: E402
 
 RT = runtime.setup("cpu")  # conftest 已调用；重复调用是幂等的
 KiB, MiB, GiB = 2**10, 2**20, 2**30
@@ -83,7 +82,8 @@ def test_canonical_names():
     assert model.canonical("psum") == "all_reduce"
     assert model.canonical("all-to-all") == "all_to_all"
     assert model.canonical("sendrecv") == "ppermute"
-    with pytest.raises(model.BenchError, match="未知的集合通信.*all_gather"):
+    assert model.canonical("collective-permute") == "ppermute"
+    with pytest.raises(names.UnknownCollectiveError, match="未知的集合通信.*AllGather.*ppermute"):
         model.canonical("broadcast")
 
 
@@ -232,7 +232,7 @@ def test_plot_on_axes(tiny):
 def test_sweep_argument_errors():
     with pytest.raises(model.BenchError, match="没有轴"):
         bench.run_sweep(["psum"], [KiB], rt=RT, mesh=RT.mesh((8,), ("X",)), axis="Y", progress=False)
-    with pytest.raises(model.BenchError, match="未知的集合通信"):
+    with pytest.raises(names.UnknownCollectiveError, match="未知的集合通信"):
         bench.run_sweep(["gather"], [KiB], rt=RT, progress=False)
 
 
@@ -258,8 +258,10 @@ def test_time_matmul_on_cpu():
 
 def test_worker_body_checks_psum_and_all_gather():
     mesh = RT.mesh((8,), ("X",))
-    job = mp.MultiProcessConfig(collectives=("all_reduce", "all_gather", "ppermute"), sizes=[KiB], repeats=2, warmup=0)
-    rows, checks = mp.worker_body(mesh, job, hardware.CPU)
+    job = multiprocess.MultiProcessConfig(
+        collectives=("all_reduce", "all_gather", "ppermute"), sizes=[KiB], repeats=2, warmup=0
+    )
+    rows, checks = multiprocess.worker_body(mesh, job, hardware.CPU)
     assert checks == {
         f"all_reduce:{KiB}": "psum = 28 ✓",
         f"all_gather:{KiB}": "all_gather 0…n-1 ✓",
@@ -267,14 +269,16 @@ def test_worker_body_checks_psum_and_all_gather():
     }
     assert [r.collective for r in rows] == ["all_reduce", "all_gather", "ppermute"]
     wrong = measure.build_fn("ppermute", mesh, "X")(measure.make_input("all_reduce", KiB, mesh, "X"))
-    assert "✗" in mp.check_output("all_reduce", wrong, mesh) and "✗" in mp.check_output("all_gather", wrong, mesh)
+    assert "✗" in multiprocess.check_output("all_reduce", wrong, mesh) and "✗" in multiprocess.check_output(
+        "all_gather", wrong, mesh
+    )
 
 
 def test_child_env_replaces_device_count():
-    env = mp.child_env(4, {"XLA_FLAGS": "--foo --xla_force_host_platform_device_count=8", "PATH": "/bin"})
+    env = multiprocess.child_env(4, {"XLA_FLAGS": "--foo --xla_force_host_platform_device_count=8", "PATH": "/bin"})
     assert env["XLA_FLAGS"] == "--foo --xla_force_host_platform_device_count=4"
     assert env["JAX_PLATFORMS"] == "cpu" and env["PATH"] == "/bin"
-    assert 0 < mp.free_port() < 65536
+    assert 0 < multiprocess.free_port() < 65536
 
 
 def _children() -> list[int]:
@@ -339,11 +343,11 @@ def test_cli_multiprocess_two_ranks(tmp_path, capsys):
 
 def test_multiprocess_timeout_kills_children():
     before = set(_children())
-    with pytest.raises(mp.MultiProcessError, match="没有结束"):
-        mp.launch(mp.MultiProcessConfig(2, sizes="4k", collectives=["psum"], timeout_s=0.3))
+    with pytest.raises(multiprocess.MultiProcessError, match="没有结束"):
+        multiprocess.launch(multiprocess.MultiProcessConfig(2, sizes="4k", collectives=["psum"], timeout_s=0.3))
     assert set(_children()) <= before
     with pytest.raises(model.BenchError, match="至少要 2 个进程"):
-        mp.MultiProcessConfig(processes=1)
+        multiprocess.MultiProcessConfig(processes=1)
 
 
 # ---- 命令行 ----
@@ -506,27 +510,27 @@ def test_cli_prints_the_same_table_as_result_table(tiny, capsys):
 
 
 def test_worker_config_travels_once_as_json():
-    job = mp.MultiProcessConfig(3, sizes="4k,64k", collectives=("psum",), repeats=2)
+    job = multiprocess.MultiProcessConfig(3, sizes="4k,64k", collectives=("psum",), repeats=2)
     assert job.collectives == ("all_reduce",) and job.sizes == (4 * KiB, 64 * KiB)
-    cfg = mp.WorkerConfig(job, rank=1, coordinator="127.0.0.1:1234", result="/tmp/r.json")
-    cmd = mp.worker_command(cfg)
+    cfg = multiprocess.WorkerConfig(job, rank=1, coordinator="127.0.0.1:1234", result="/tmp/r.json")
+    cmd = multiprocess.worker_command(cfg)
     assert cmd[1:3] == ["-m", "shardlab.bench.worker"] and len(cmd) == 4
-    assert mp.WorkerConfig.from_json(cmd[3]) == cfg
+    assert multiprocess.WorkerConfig.from_json(cmd[3]) == cfg
     # 多机：只写要改的键，其余取 MultiProcessConfig 的默认值
-    partial = mp.WorkerConfig.from_json('{"profile": "tpu", "job": {"repeats": 9}}')
-    assert partial.profile == "tpu" and partial.job == mp.MultiProcessConfig(repeats=9)
+    partial = multiprocess.WorkerConfig.from_json('{"profile": "tpu", "job": {"repeats": 9}}')
+    assert partial.profile == "tpu" and partial.job == multiprocess.MultiProcessConfig(repeats=9)
     for bad in ('{"rnak": 1}', "[1]", '{"job": {"sizes": "12x"}}', "not json"):
         with pytest.raises(model.BenchError):
-            mp.WorkerConfig.from_json(bad)
+            multiprocess.WorkerConfig.from_json(bad)
 
 
 def test_multiprocess_defaults_live_in_one_place():
     p = cli.parser()
     assert p.get_default("devices_per_process") is None and p.get_default("timeout") is None
     help_text = p.format_help()
-    default = mp.MultiProcessConfig()
+    default = multiprocess.MultiProcessConfig()
     assert f"默认 {default.devices_per_process}" in help_text and f"默认 {default.timeout_s:g}" in help_text
-    assert mp.run_multiprocess.__kwdefaults__ == {"compare_in_process": True, "rt": None}
+    assert multiprocess.run_multiprocess.__kwdefaults__ == {"compare_in_process": True, "rt": None}
 
 
 def test_size_texts_say_kib_like_the_sizes():

@@ -39,7 +39,7 @@ def _sizes(text: str) -> list[int]:
 def _collectives(text: str) -> list[str]:
     try:
         return [canonical(c) for c in re.split(r"[,\s]+", text.strip()) if c]
-    except BenchError as e:
+    except ValueError as e:  # names.UnknownCollectiveError
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
@@ -149,7 +149,7 @@ def _main_multiprocess(args) -> int:
     }
     try:
         config = MultiProcessConfig(**{k: v for k, v in given.items() if v is not None})
-    except BenchError as e:
+    except ValueError as e:  # BenchError 或 names.UnknownCollectiveError
         print(f"参数不合法：{e}", file=sys.stderr)
         return 2
     print(f"启动 {config.processes} 个进程，每个 {config.devices_per_process} 个 CPU 设备（jax.distributed，gloo）…")

@@ -1,7 +1,7 @@
 """基准的纯计算部分（不导入 JAX）：集合通信的名字、大小的解析与取整、nccl-tests 的 algbw/busbw、代价模型的预测
 
-名字只在边界解析一次：`canonical` 是本包唯一把用户的写法（'AllGather'、'psum'、'all-to-all'…）
-变成 ``COLLECTIVES`` 里的名字的地方（`run_sweep`、命令行、跨进程的配置都在入口调用它）；
+名字只在边界解析一次：`canonical`（即 `shardlab.names.canonical`）把用户的写法（'AllGather'、'psum'、'all-to-all'…）
+变成 ``COLLECTIVES`` 里的名字，`run_sweep`、命令行、跨进程的配置都在入口调用它；
 本模块其余函数只接受这些名字，写错时抛 `BenchError`，不再重新解析。
 
 V 与 nccl-tests 的 S 的约定、busbw 因子见 `shardlab.bench.measure` 的模块说明。
@@ -14,12 +14,11 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from shardlab import cost, hardware, units
+from shardlab import cost, hardware, names, units
 
-COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "ppermute")
-DISPLAY = dict(zip(COLLECTIVES, ("AllGather", "ReduceScatter", "AllReduce", "AllToAll", "ppermute")))
-_ALIASES = {re.sub(r"[\s_\-]", "", k): v for v in COLLECTIVES for k in (v, DISPLAY[v])}
-_ALIASES.update(psum="all_reduce", psumscatter="reduce_scatter", sendrecv="ppermute", collectivepermute="ppermute")
+# 四种集合通信加上 ppermute（环上移一位，对应 nccl-tests 的 SendRecv）；名字与显示名来自 `shardlab.names`
+COLLECTIVES = (*names.COLLECTIVES, "ppermute")
+DISPLAY = {c: names.display(c) for c in COLLECTIVES}
 
 # 默认扫描（k/M/G 按 1024：KiB/MiB/GiB）：cpu 1 KiB 到 16 MiB（在 2 核机器上整个扫描 < 60 s），加速器到 1 GiB；步长都是 4 倍
 DEFAULT_SIZES = {"cpu": "1k:16M:4", "accelerator": "1k:1G:4"}
@@ -33,16 +32,15 @@ EMULATED_NOTE = (
 
 
 class BenchError(ValueError):
-    """基准参数不合法（未知的集合通信、写错的大小等）"""
+    """基准参数不合法（写错的大小、没有解析过的集合通信名字等）；未知的名字是 `names.UnknownCollectiveError`"""
 
 
 def canonical(collective: str) -> str:
-    """'AllGather'、'all-gather'、'psum' 等写法 → COLLECTIVES 里的名字（本包唯一的名字解析）"""
-    key = re.sub(r"[\s_\-]", "", str(collective)).lower()
-    for alias, name in _ALIASES.items():
-        if alias.lower() == key:
-            return name
-    raise BenchError(f"未知的集合通信（collective）{collective!r}：可选 {', '.join(COLLECTIVES)}（也接受 psum 等别名）")
+    """'AllGather'、'all-gather'、'psum' 等写法 → COLLECTIVES 里的名字（`shardlab.names` 的唯一解析）
+
+    不认识的名字抛 `names.UnknownCollectiveError`（ValueError 的子类），消息里列出可选的名字。
+    """
+    return names.canonical(collective, COLLECTIVES)
 
 
 def known(coll: str) -> str:

@@ -29,7 +29,6 @@ import contextlib
 import json
 import math
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -44,7 +43,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from shardlab import hardware, runtime, units
+from shardlab import hardware, runtime, units, xla_flags
 from shardlab.bench.measure import measure_rows, metadata, target_chip
 from shardlab.bench.model import DISPLAY, BenchError, canonical, fmt_size, parse_sizes
 from shardlab.bench.result import BenchResult, BenchRow, make_table, render_text
@@ -123,10 +122,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def child_env(devices_per_process: int, base: dict[str, str] | None = None) -> dict[str, str]:
     """子进程的环境变量：XLA_FLAGS 里的设备数改为 devices_per_process（替换父进程已有的设置），只用 CPU"""
-    flag = runtime._XLA_DEVICE_FLAG
     env = dict(os.environ if base is None else base)
-    flags = re.sub(rf"{flag}=\S+", "", env.get("XLA_FLAGS", "")).split()
-    env["XLA_FLAGS"] = " ".join([*flags, f"{flag}={devices_per_process}"])
+    env["XLA_FLAGS"] = xla_flags.with_device_count(env.get("XLA_FLAGS", ""), devices_per_process, replace=True)
     env.update(COURSE_PROFILE="cpu", JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
     return env
 
