@@ -11,7 +11,7 @@
     默认字体 DejaVu Sans 没有中文字形，中文说明写在图注（caption）和 alt 里。
     ``LABELS`` 列出这里的画法会写到图上的全部固定文字；``tests/test_plots.py`` 把它们逐个渲染，
     出现 “Glyph ... missing from font” 警告就失败。这里的画法加了固定文字就加进 ``LABELS``；
-    别的模块里的画法（如 ``bench_plot``）把自己的固定文字放在模块级的 ``LABELS`` 元组里，测试会自动收集。
+    别的模块里的画法（如 ``bench.plot``）把自己的固定文字放在模块级的 ``LABELS`` 元组里，测试会自动收集。
 
 alt 文字（每张图都要有）
     网站的浏览器测试（``tests/test_site.py``）要求正文里每张图都有说明性的 alt。两种写法：
