@@ -71,12 +71,12 @@ exercises: $(STAMP)
 	$(BIN)/python tools/make_exercises.py
 
 answer-key: $(STAMP)
-	$(BIN)/python tools/answer_key.py
+	$(BIN)/python -m shardlab.grade.key --course . --out build/answer_key.json
 
 # 教师用评分：make grade SUBMISSIONS=<目录或通配符> OUT=<目录> [JOBS=2] [CHAPTER=5] [FORCE=1]
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "用法：make grade SUBMISSIONS=<目录或通配符> OUT=<目录>"; exit 2; }
-	$(BIN)/shardlab-grade "$(SUBMISSIONS)" --out "$(OUT)" -j $(JOBS) $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(FORCE),--force)
+	$(BIN)/shardlab-grade "$(SUBMISSIONS)" --out "$(OUT)" --course . -j $(JOBS) $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(FORCE),--force)
 
 # 集合通信基准：BENCH_ARGS 传给 python -m shardlab.bench（例如 BENCH_ARGS="--sizes 1k:1M --processes 2"）
 bench: $(STAMP)
