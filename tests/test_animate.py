@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from shardlab import animate, torus  # noqa: E402
-from shardlab import ring as sim  # noqa: E402
+from shardlab import ring  # noqa: E402
 
 
 def _names(frame_dev):
@@ -61,9 +61,9 @@ def test_alltoall_ends_with_each_device_holding_only_its_colour():
 
 
 def test_line_takes_more_steps_than_the_ring():
-    line, ring = animate.record("all_gather", 8, wraparound=False), animate.record("all_gather", 8)
+    line, loop = animate.record("all_gather", 8, wraparound=False), animate.record("all_gather", 8)
     assert (line.layout, line.n_steps) == ("line", 7)
-    assert (ring.layout, ring.n_steps) == ("ring", 4)
+    assert (loop.layout, loop.n_steps) == ("ring", 4)
     assert not any(abs(a - b) == 7 for a, b in line.links), "线的两端之间没有链路"
 
 
@@ -78,7 +78,7 @@ def test_recording_refuses_a_schedule_that_disagrees_with_the_simulator(monkeypa
         return sched
 
     monkeypatch.setattr(torus, "allgather_schedule", wrong)
-    monkeypatch.setattr(sim, "allgather_schedule", real)  # 模拟器本身照旧
+    monkeypatch.setattr(ring, "allgather_schedule", real)  # 模拟器本身照旧
     with pytest.raises(RuntimeError, match="不一致"):
         animate.record("all_gather", 4, bidirectional=True)
 
@@ -129,6 +129,6 @@ def test_step_strip_renders_without_missing_glyphs():
 
 def test_recorded_frames_are_the_simulator_steps():
     rec = animate.record("all_gather", 4, bidirectional=False)
-    steps = sim.all_gather(torus.Ring(4, bidirectional=False)).steps
+    steps = ring.all_gather(torus.Ring(4, bidirectional=False)).steps
     assert [[[c.full for c in dev] for dev in f] for f in rec.frames] == steps
     assert np.all([len(f) == 4 for f in rec.frames])

@@ -34,11 +34,13 @@ def _width_px(png: bytes) -> int:
 
 
 def _all_labels() -> list[tuple[str, str]]:
-    """plots.LABELS，加上 shardlab 里其他定义了模块级 LABELS 的画法模块（如 bench_plot）的固定文字"""
+    """plots.LABELS，加上 shardlab 里（含子包）其他定义了模块级 LABELS 的画法模块（如 bench.plot）的固定文字"""
     labels = [("plots", t) for t in plots.LABELS]
-    for py in sorted(Path(plots.__file__).parent.glob("*.py")):
-        if py.stem != "plots" and re.search(r"^LABELS\s*=", py.read_text(encoding="utf-8"), re.M):
-            labels += [(py.stem, t) for t in importlib.import_module(f"shardlab.{py.stem}").LABELS]
+    root = Path(plots.__file__).parent
+    for py in sorted(root.rglob("*.py")):
+        name = ".".join(py.relative_to(root).with_suffix("").parts)
+        if name != "plots" and re.search(r"^LABELS\s*=", py.read_text(encoding="utf-8"), re.M):
+            labels += [(name, t) for t in importlib.import_module(f"shardlab.{name}").LABELS]
     return labels
 
 
@@ -47,6 +49,7 @@ LABELS = _all_labels()
 
 def test_label_list_is_collected():
     assert len(LABELS) >= len(plots.LABELS) and all(isinstance(t, str) and t for _, t in LABELS)
+    assert {"bench.plot"} <= {module for module, _ in LABELS}  # 子包里的画法也收集到了
 
 
 @pytest.mark.parametrize(("module", "text"), LABELS, ids=[f"{m}:{t[:30]}" for m, t in LABELS])

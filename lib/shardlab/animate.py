@@ -32,8 +32,9 @@ import json
 from dataclasses import dataclass, field
 
 import numpy as np
+from matplotlib.patches import Rectangle
 
-from shardlab import plots, ring, torus
+from shardlab import collective_matmul, plots, ring, torus
 
 __all__ = [
     "PALETTE",
@@ -178,9 +179,7 @@ def record_matmul(n: int, *, bidirectional: bool = False, kind: str = "allgather
     kind='reducescatter'：累加器沿环传，每到一台设备加上它的那一份贡献。
     帧里每台设备显示本步手里的块；说明写出这一步算的是什么。
     """
-    from shardlab import collective_matmul as cm
-
-    per_device = [cm.step_schedule(n, bidirectional, kind, j) for j in range(n)]
+    per_device = [collective_matmul.step_schedule(n, bidirectional, kind, j) for j in range(n)]
     mark = {"all": "", "lo": "↻", "hi": "↺"}
     frames, moves, notes = [], [], []
     done = [[] for _ in range(n)]
@@ -216,8 +215,6 @@ def step_strip(*recordings: Recording):
 
     几份记录时上下排列。返回 matplotlib Figure。
     """
-    from matplotlib.patches import Rectangle
-
     if not recordings:
         raise ValueError("step_strip 需要至少一份记录（record(...) 或 record_matmul(...)）")
     rows = [len(r.frames) for r in recordings]
@@ -360,11 +357,7 @@ class Player:
         return max(r.n_steps for r in self.recordings)
 
     def _strip_png(self) -> str:
-        import matplotlib.pyplot as plt
-
-        fig = step_strip(*self.recordings)
-        png = plots.figure_png(fig)
-        plt.close(fig)
+        png = plots.figure_png(step_strip(*self.recordings), close=True)
         return base64.b64encode(png).decode("ascii")
 
     def html(self) -> str:

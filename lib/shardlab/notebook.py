@@ -37,6 +37,13 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     return None
 
 
+def glue_png(name: str, png: bytes) -> None:
+    """把一张 PNG（``plots.figure_png`` 的结果）交给正文的 ``{glue:figure}``；没有 myst-nb 时直接显示它"""
+    from IPython.display import Image
+
+    glue(name, Image(data=png, format="png"), display=False)
+
+
 def glue_text(name: str, text: Any) -> None:
     """把一段算好的文字交给正文的 ``{glue:text}`name```：``glue_text("ch05-q1-w", units.fmt_bw(w))``
 

@@ -15,7 +15,7 @@
     写 ``zh("延迟受限", "latency-bound")``：有 CJK 字体时是中文，没有时是英文。
     ``LABELS`` 列出这里的画法会写到图上的全部固定文字；``tests/test_plots.py`` 把它们逐个渲染，
     出现 “Glyph ... missing from font” 警告就失败。这里的画法加了固定文字就加进 ``LABELS``；
-    别的模块里的画法（如 ``bench_plot``）把自己的固定文字放在模块级的 ``LABELS`` 元组里，测试会自动收集。
+    别的模块里的画法（如 ``bench.plot``）把自己的固定文字放在模块级的 ``LABELS`` 元组里，测试会自动收集。
     图上的字号不小于 ``MIN_FONT_PT``（10 pt）：手机上图按最小宽度显示（见 ``book/_static/course.css``），
     这样字在 390 px 的屏幕上也不小于 10 CSS px（网站测试按 ``glue_figure`` 记下的字号检查）。
 
@@ -58,9 +58,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+
+from shardlab import notebook
+
+try:  # 课程的 CJK 字体（pip 包 noto-cjk-sans-otc）；没有时找系统字体，见 cjk_font()
+    import noto_cjk_sans_otc
+except ImportError:  # pragma: no cover - 依赖里有它；只在手工装的环境里缺
+    noto_cjk_sans_otc = None
 
 # 网站正文宽约 800 px：7.5 in × 110 dpi = 825 px，缩放到正文宽度时几乎不缩小
 PAGE_WIDTH_IN = 7.5
@@ -145,12 +153,11 @@ def cjk_font() -> str | None:
     """注册并返回一个能显示简体中文的字族名；一个都没有时返回 None"""
     from matplotlib import font_manager
 
-    try:
-        import noto_cjk_sans_otc
-
-        font_manager.fontManager.addfont(str(noto_cjk_sans_otc.FONT_PATH))
-    except (ImportError, OSError, RuntimeError):
-        pass
+    if noto_cjk_sans_otc is not None:
+        try:
+            font_manager.fontManager.addfont(str(noto_cjk_sans_otc.FONT_PATH))
+        except (OSError, RuntimeError):
+            pass
     have = {f.name for f in font_manager.fontManager.ttflist}
     return next((name for name in CJK_FAMILIES if name in have), None)
 
@@ -297,12 +304,17 @@ def figure_facts(fig) -> dict[str, str]:
     }
 
 
-def figure_png(fig) -> bytes:
-    """把图渲染成 PNG（与 Jupyter inline 后端相同：bbox_inches="tight"），tEXt 里写上 ``figure_facts``"""
-    import io
+def figure_png(fig, *, close: bool = False) -> bytes:
+    """把图渲染成 PNG（与 Jupyter inline 后端相同：bbox_inches="tight"），tEXt 里写上 ``figure_facts``
+
+    close=True 时渲染完就关掉这张图（免得 Jupyter 在单元下面再显示一次）。
+    """
+    import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight", metadata=figure_facts(fig))
+    if close:
+        plt.close(fig)
     return buf.getvalue()
 
 
@@ -312,14 +324,7 @@ def glue_figure(name: str, fig) -> None:
     交出去的是带 ``figure_facts`` 的 PNG（网站测试用它核对图注与手机上的字号）；在没有 myst-nb 的环境
     （Colab）里这张 PNG 直接显示出来。
     """
-    import matplotlib.pyplot as plt
-    from IPython.display import Image
-
-    from shardlab.notebook import glue
-
-    png = figure_png(fig)
-    plt.close(fig)
-    glue(name, Image(data=png, format="png"), display=False)
+    notebook.glue_png(name, figure_png(fig, close=True))
 
 
 # ---------- 刻度 ----------
