@@ -12,8 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from shardlab import animate, torus  # noqa: E402
-from shardlab import ring  # noqa: E402
+from shardlab import animate, ring, torus  # noqa: E402
 
 
 def _names(frame_dev):
