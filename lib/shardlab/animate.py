@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from shardlab import collective_matmul, plots, ring, torus
+from shardlab import collective_matmul, names, plots, ring, torus
 
 __all__ = [
     "PALETTE",
@@ -151,7 +151,7 @@ def _move_chip(collective: str, key, names: list[str]) -> Chip:
 
 def record(collective: str, n: int, *, bidirectional: bool = True, wraparound: bool = True) -> Recording:
     """模拟一维环（或 wraparound=False 的线）上的集合通信，记下每一步：``record("all_gather", 8)``"""
-    name = ring._canonical(collective)
+    name = names.canonical(collective)
     topo = torus.Ring(n, bidirectional=bidirectional, wraparound=wraparound)
     result = ring.simulate(name, topo)
     sched = _schedule(name, topo)
