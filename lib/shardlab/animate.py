@@ -159,12 +159,12 @@ def record(collective: str, n: int, *, bidirectional: bool = True, wraparound: b
     check = ring._link_bytes(topo, sched)
     if check.shape != result.link_bytes.shape or not np.allclose(check, result.link_bytes):
         raise RuntimeError("动画用的调度与模拟器记录的链路字节不一致（内部错误）")
-    names = ring._names(n)
-    frames = [[[_chip(name, lab, names, n) for lab in dev] for dev in step] for step in result.steps]
+    labels = ring._names(n)
+    frames = [[[_chip(name, lab, labels, n) for lab in dev] for dev in step] for step in result.steps]
     moves: list[list] = [[] for _ in range(result.n_steps)]
     for m in np.argsort(sched.step, kind="stable").tolist():
         src, dst, port = int(sched.src[m]), int(sched.dst[m]), int(sched.port[m])
-        chips = [_move_chip(name, key, names) for key in sched.items[m]]
+        chips = [_move_chip(name, key, labels) for key in sched.items[m]]
         moves[int(sched.step[m])].append((src, dst, -1 if port % 2 else 1, chips))
     kind = "双向" if bidirectional else "单向"
     shape = "环" if wraparound else "线（无回绕）"
