@@ -95,15 +95,10 @@ class Answer:
 BF16 = Slip(0.5, "少了 bf16 的因子 2：每个 bf16 元素占 2 字节")
 BF16_TWICE = Slip(2.0, "bf16 的因子 2 乘了两次，或把 bf16 当成了 4 字节")
 ONEWAY_FOR_BIDIR = Slip(2.0, "用了单向带宽 W_单向；有 wraparound 的双向环应该用 W_双向 = 2·W_单向")
-BIDIR_FOR_ONEWAY = Slip(0.5, "用了双向带宽 W_双向；这里数据只走一个方向，应该用 W_单向")
 
 
 def n_over_n_minus_1(n: int) -> Slip:
     return Slip(n / (n - 1), f"用了大 N 极限：环上有 {n} 个成员时，环形算法每个成员只发送 (N-1)/N = {n - 1}/{n} 份")
-
-
-def times_n_minus_1_over_n(n: int) -> Slip:
-    return Slip((n - 1) / n, f"多乘了 (N-1)/N = {n - 1}/{n}：这里用的公式已经包含了它，或题目问的是大 N 极限")
 
 
 UNIT_SLIPS = {
