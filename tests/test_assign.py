@@ -11,7 +11,7 @@ from nbclient import NotebookClient
 
 from shardlab import answers, problems, roster, variants
 from shardlab.assign import cli
-from shardlab.assign import personalize as pz
+from shardlab.assign import personalize
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,8 +96,8 @@ def test_assign_writes_personal_notebooks_with_plain_numbers(course, capsys):
             assert nb.metadata["shardlab"] == {"assignment": assignment, "student": sid, "kind": "exercises"}
             found = {}
             for cell in nb.cells:
-                if pz.PARAM_TAG in cell.metadata.get("tags", []):
-                    found.update(pz.assigned_values(cell.source))
+                if personalize.PARAM_TAG in cell.metadata.get("tags", []):
+                    found.update(personalize.assigned_values(cell.source))
                 assert "shardlab.variants" not in cell.source and "for_student" not in cell.source  # 没有查表
                 assert not cell.get("outputs")
             assert {k: found[k] for k in params} == params

@@ -13,7 +13,7 @@ import pytest
 from nbclient import NotebookClient
 
 from shardlab import answers, problems, variants
-from shardlab.assign import personalize as pz
+from shardlab.assign import personalize
 from shardlab.export import ExportItem, export_source, parse_exports
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,8 +30,8 @@ def test_published_variant_is_the_books_numbers_and_is_valid(assignment):
     nb = _notebook("solution", assignment)
     found = {}
     for cell in nb.cells:
-        if cell.cell_type == "code" and pz.PARAM_TAG in cell.metadata.get("tags", []):
-            found.update(pz.assigned_values(cell.source))
+        if cell.cell_type == "code" and personalize.PARAM_TAG in cell.metadata.get("tags", []):
+            found.update(personalize.assigned_values(cell.source))
     pub = problems.published(assignment)
     assert {k: found.get(k) for k in pub} == pub
     assert problems.violations(assignment, pub) == []
@@ -87,13 +87,13 @@ def test_a_rule_that_cannot_be_met_is_reported(monkeypatch):
 def test_personalize_rewrites_every_number_of_the_problem(assignment, kind):
     nb = _notebook(kind, assignment)
     params = variants.for_student(b"k", assignment, "stu")
-    out = pz.personalize(nb, assignment, params)
+    out = personalize.personalize(nb, assignment, params)
     found = {}
     for cell in out.cells:
-        if cell.cell_type == "code" and pz.PARAM_TAG in cell.metadata.get("tags", []):
-            found.update(pz.assigned_values(cell.source))
+        if cell.cell_type == "code" and personalize.PARAM_TAG in cell.metadata.get("tags", []):
+            found.update(personalize.assigned_values(cell.source))
     assert {k: found[k] for k in params} == params
-    where = pz.sections(out)
+    where = personalize.sections(out)
     for sub in problems.TEXT[assignment]:
         text = "\n".join(c.source for c, k in zip(out.cells, where) if k == sub.problem)
         assert sub.render(params) in text
@@ -106,16 +106,16 @@ def test_personalize_refuses_when_the_problem_text_changed():
     nb = _notebook("exercise", "ch05")
     for cell in nb.cells:
         cell.source = cell.source.replace("B 只有 128", "B 只有一百二十八")
-    with pytest.raises(pz.PersonalizeError, match="B 只有 128"):
-        pz.personalize(nb, "ch05", variants.for_student(b"k", "ch05", "x"))
+    with pytest.raises(personalize.PersonalizeError, match="B 只有 128"):
+        personalize.personalize(nb, "ch05", variants.for_student(b"k", "ch05", "x"))
 
 
 def test_set_parameters_keeps_comments_and_other_names():
     src = 'D7, TP, PROMPT = 8192, 8, 2048  # 注释：保留\nN_LAYERS = 80\nmesh = {"X": 4, "Y": 4, "Z": 4}  # 切片'
-    out, done = pz.set_parameters(src, {"D7": 5120, "PROMPT": 512, "mesh": {"X": 8, "Y": 4, "Z": 4}})
+    out, done = personalize.set_parameters(src, {"D7": 5120, "PROMPT": 512, "mesh": {"X": 8, "Y": 4, "Z": 4}})
     assert out == 'D7, TP, PROMPT = 5120, 8, 512  # 注释：保留\nN_LAYERS = 80\nmesh = {"X": 8, "Y": 4, "Z": 4}  # 切片'
     assert done == {"D7", "PROMPT", "mesh"}
-    assert pz.literal(13e9) == "13e9" and pz.literal(1.5e9) == "1500000000.0"
+    assert personalize.literal(13e9) == "13e9" and personalize.literal(1.5e9) == "1500000000.0"
 
 
 def test_self_check_judges_against_the_notebooks_own_parameters(capsys):
@@ -146,7 +146,7 @@ def _run_variants(assignment: str, variant_list: list[dict]) -> list[tuple[dict,
     first_code = next(k for k, c in enumerate(nb.cells) if c.cell_type == "code")
     cells, bounds = list(nb.cells[: first_code + 1]), []
     for params in variant_list:
-        body = pz.personalize(nb, assignment, params).cells[first_code + 1 :]
+        body = personalize.personalize(nb, assignment, params).cells[first_code + 1 :]
         start = len(cells)
         cells += [_fresh(c) for c in body] + [nbformat.v4.new_code_cell(export_source(items))]
         bounds.append((start, len(cells)))

@@ -16,6 +16,7 @@ import hmac
 import math
 import random
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from shardlab import answers, problems
@@ -93,8 +94,6 @@ def for_student(secret: bytes, assignment: str, student: str) -> dict[str, Any]:
 
 def read_secret(path) -> bytes:
     """读教师密钥文件（任意字节）；空文件是错误"""
-    from pathlib import Path
-
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
