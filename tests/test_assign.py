@@ -10,8 +10,7 @@ import pytest
 from nbclient import NotebookClient
 
 from shardlab import answers, problems, roster, variants
-from shardlab.assign import cli
-from shardlab.assign import personalize
+from shardlab.assign import cli, personalize
 
 ROOT = Path(__file__).resolve().parent.parent
 
