@@ -12,7 +12,7 @@ sys.path.insert(0, str(ROOT))
 
 from tools import make_exercises  # noqa: E402
 
-from shardlab.export import ExportItem, export_source, parse_exports  # noqa: E402
+from shardlab.grade.export import ExportItem, export_source, parse_exports  # noqa: E402
 
 MASTER = """---
 jupytext:
@@ -120,7 +120,7 @@ def test_export_source_runs_and_reports_plain_data(capsys):
     assert "error" in got["b"]
     assert got["c"] == {"missing": True}
     assert got["d"]["cases"][0] == {"value": 0.5} and "ZeroDivisionError" in got["d"]["cases"][1]["error"]
-    assert "error" in got["e"]
+    assert got["e"] == {"invalid": "str"}  # 不是数：导出自己说 invalid
     assert got["g"]["cases"] == [{"value": 1.0}, {"value": 2.0}]  # 布尔参数（JSON 的 true/false）也能传进去
     assert "__shardlab_export" not in namespace
 
