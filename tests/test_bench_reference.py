@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from shardlab import bench, cost, hardware, runtime  # noqa: E402
-from shardlab.bench import model, published, roofline  # noqa: E402
+from shardlab.bench import model, plot, published, roofline  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SETS = bench.reference_data()
@@ -51,7 +51,7 @@ def test_published_points_are_the_numbers_the_book_states():
     ref, p = _point("v5e-all-gather-16", 10_000_000)
     assert (ref.n, ref.slice_shape, ref.quantity, p.value) == (16, (8, 16), "fraction_of_peak", 0.95)
     assert all(p.kind == "stated" and p.what for s in SETS for p in s.points)
-    assert all(s.source and s.setting and s.label.isascii() for s in SETS)
+    assert all(s.source and s.setting and s.label for s in SETS)
 
 
 def test_cost_model_reproduces_the_books_own_estimates():
@@ -114,15 +114,25 @@ def test_plot_reference_without_and_with_an_emulated_run(emulated_run):
     plt.close(ref.fig)
     ref = bench.plot_reference(emulated_run)
     assert not ref.overlaid and "模拟的 CPU 设备" in ref.caption and "memcpy" in ref.caption
-    assert not any(t.startswith("this run") for t in _legend_texts(ref.fig))
+    assert not any(t.startswith(plot.THIS_RUN) for t in _legend_texts(ref.fig))
     plt.close(ref.fig)
+
+
+def test_result_plot_titles_an_emulated_run_as_not_comparable(emulated_run):
+    fig = emulated_run.plot()
+    assert fig.axes[0].get_title() == plot.EMULATED_TITLE and fig.axes[1].get_ylabel() == plot.BUSBW
+    plt.close(fig)
+    real = bench.BenchResult([dataclasses.replace(r, model_valid=True) for r in emulated_run.rows])
+    fig = real.plot()
+    assert fig.axes[0].get_title() == ""
+    plt.close(fig)
 
 
 def test_plot_reference_overlays_a_run_on_real_hardware(emulated_run):
     rows = [dataclasses.replace(r, model_valid=True, chip="H100") for r in emulated_run.rows]
     ref = bench.plot_reference(bench.BenchResult(rows, emulated_run.metadata))
     assert ref.overlaid and "H100" in ref.caption
-    assert _legend_texts(ref.fig).count("this run: H100") == 2  # AllReduce 在上图，AllGather 在下图
+    assert _legend_texts(ref.fig).count(f"{plot.THIS_RUN}：H100") == 2  # AllReduce 在上图，AllGather 在下图
     plt.close(ref.fig)
     only_ppermute = [dataclasses.replace(rows[0], collective="ppermute")]
     ref = bench.plot_reference(bench.BenchResult(only_ppermute))

@@ -1,7 +1,7 @@
 """基准的图：`BenchResult.plot`（时间与 busbw 随大小变化），`plot_reference`（书中发表的实测对代价模型）
 
-图上的文字只用英文（课程样式的字体没有中文字形），样式与刻度来自 `shardlab.plots`；
-给读者的说明（图注）是中文，由 `plot_reference` 一并返回。
+图上的文字是中文（字体由 `shardlab.plots` 的样式注册），样式与刻度来自 `shardlab.plots`；
+`plot_reference` 同时返回中文图注，说明数据来源以及为什么叠加或没有叠加你的测量。
 这里只读结果的行（名字与 DISPLAY 来自 `model`），不导入 `result`：``result → plot → published → model`` 单向。
 """
 
@@ -19,23 +19,31 @@ from shardlab import plots, units
 from shardlab.bench.model import DISPLAY
 from shardlab.bench.published import ReferenceSet, by_id, reference_data
 
-# 图上的固定文字（tests/test_plots.py 自动收集并检查字形）
-REFERENCE_LABELS = (
-    "8xH100 AllReduce, SHARP off",
-    "TPU v5e AllGather",
-    "published (book)",
-    "book's estimate",
-    "cost model",
-    "this run",
-    "array size V (bytes)",
-)
+# 图上的固定文字（tests/test_plots.py 自动收集 LABELS，逐个渲染检查字形）
+PREDICTED = "预测"
+BUSBW = "总线带宽 busbw（nccl-tests）"
+EMULATED_TITLE = "模拟设备：与模型的比较没有意义"
+TITLE_GPU = "8×H100 节点内的 AllReduce（关闭 SHARP）"
+TITLE_TPU = "TPU v5e 上的 AllGather"
+PUBLISHED = "书中实测"
+ESTIMATE = "书中的估计"
+MODEL = "代价模型"
+THIS_RUN = "本次测量"
+SIZE_V = "数组大小 V（字节）"
 LABELS = (
-    "predicted",
+    PREDICTED,
+    BUSBW,
+    EMULATED_TITLE,
+    TITLE_GPU,
+    TITLE_TPU,
+    PUBLISHED,
+    ESTIMATE,
+    MODEL,
+    THIS_RUN,
+    SIZE_V,
     "ppermute",
     "1 GB/s",
-    "busbw (nccl-tests)",
-    "emulated devices: model comparison not meaningful",
-    *REFERENCE_LABELS,
+    *(s.label for s in reference_data()),  # 数据集的图例名
 )
 
 
@@ -76,11 +84,11 @@ def draw_time(ax, result, *, predicted: bool = True):
             if predicted and all(math.isfinite(p) for p in pred):
                 ax.plot(xs, pred, linestyle="--", linewidth=1.2, color=colors[display[c]])
         if predicted:
-            ax.plot([], [], linestyle="--", color="grey", label="predicted")
-        ax.legend(fontsize=8, ncols=2, loc="lower right", frameon=True, framealpha=0.85)
+            ax.plot([], [], linestyle="--", color="grey", label=PREDICTED)
+        ax.legend(ncols=2, loc="lower right", frameon=True, framealpha=0.85)
         _mark(ax, result)
         if any(not r.model_valid for r in result.rows):
-            ax.set_title(LABELS[-1], fontsize=9, color="#777777")
+            ax.set_title(EMULATED_TITLE, color="#555555")
     return ax
 
 
@@ -93,8 +101,8 @@ def draw_busbw(ax, result):
         ax.set_yscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(plots.bytes_label))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: plots.bytes_label(v) + "/s"))
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("busbw (nccl-tests)")
+        ax.set_xlabel(plots.AXIS_LABELS[0])
+        ax.set_ylabel(BUSBW)
         _mark(ax, result)
     return ax
 
@@ -141,13 +149,13 @@ class ReferencePlot:
 
 def _draw_reference_set(ax, ref: ReferenceSet, vs, color, *, as_busbw: bool):
     model = [ref.predicted(v) for v in vs] if as_busbw else [ref.estimate(v).time_s for v in vs]
-    ax.plot(vs, model, color=color, linewidth=1.6, label=f"cost model: {ref.label}")
+    ax.plot(vs, model, color=color, linewidth=1.6, label=f"{MODEL}：{ref.label}")
     xs = [p.bytes for p in ref.points]
     ys = [p.value if as_busbw else ref.measured_time_s(p) for p in ref.points]
-    ax.plot(xs, ys, linestyle="none", marker="o", markersize=7, color=color, label=f"published (book): {ref.label}")
+    ax.plot(xs, ys, linestyle="none", marker="o", markersize=7, color=color, label=f"{PUBLISHED}：{ref.label}")
     theory = [(p.bytes, p.theory) for p in ref.points if p.theory is not None]
     if theory:
-        ax.plot(*zip(*theory), linestyle="none", marker="x", markersize=7, color=color, label="book's estimate")
+        ax.plot(*zip(*theory), linestyle="none", marker="x", markersize=7, color=color, label=ESTIMATE)
 
 
 def _overlay(ax, rows, *, as_busbw: bool) -> bool:
@@ -155,7 +163,7 @@ def _overlay(ax, rows, *, as_busbw: bool) -> bool:
         return False
     rows = sorted(rows, key=lambda r: r.bytes)
     ys = [r.busbw for r in rows] if as_busbw else [r.median_s for r in rows]
-    ax.plot([r.bytes for r in rows], ys, marker="s", color=plots.COLORS["black"], label=f"this run: {rows[0].chip}")
+    ax.plot([r.bytes for r in rows], ys, marker="s", color=plots.COLORS["black"], label=f"{THIS_RUN}：{rows[0].chip}")
     return True
 
 
@@ -178,20 +186,20 @@ def plot_reference(result=None, *, sets=None) -> ReferencePlot:
         ax_gpu.set_ylim(0, 1.15 * h100.chip.nvlink_bw_per_direction)
         ax_gpu.xaxis.set_major_formatter(FuncFormatter(plots.bytes_label))
         ax_gpu.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: plots.bytes_label(v) + "/s"))
-        ax_gpu.set_xlabel(REFERENCE_LABELS[-1])
-        ax_gpu.set_ylabel("busbw (nccl-tests)")
-        ax_gpu.set_title(REFERENCE_LABELS[0], fontsize=10)
+        ax_gpu.set_xlabel(SIZE_V)
+        ax_gpu.set_ylabel(BUSBW)
+        ax_gpu.set_title(TITLE_GPU)
         vs_tpu = np.logspace(4, 9, 51)
-        plots.loglog_time_vs_bytes(ax_tpu, [], {}, xlabel=REFERENCE_LABELS[-1])
+        plots.loglog_time_vs_bytes(ax_tpu, [], {}, xlabel=SIZE_V)
         _draw_reference_set(ax_tpu, y4, vs_tpu, plots.COLORS["blue"], as_busbw=False)
         _draw_reference_set(ax_tpu, x16, vs_tpu, plots.COLORS["green"], as_busbw=False)
-        ax_tpu.set_title(REFERENCE_LABELS[1], fontsize=10)
+        ax_tpu.set_title(TITLE_TPU)
         if real:
             ar = [r for r in result.rows if r.collective == "all_reduce"]
             ag = [r for r in result.rows if r.collective == "all_gather"]
             overlaid = _overlay(ax_gpu, ar, as_busbw=True) | _overlay(ax_tpu, ag, as_busbw=False)
         for ax in (ax_gpu, ax_tpu):
-            ax.legend(fontsize=7, loc="best", frameon=True, framealpha=0.85)
+            ax.legend(loc="best", frameon=True, framealpha=0.85)
     return ReferencePlot(fig, _reference_caption(result, real, overlaid, (h100, y4, x16)), overlaid)
 
 
@@ -209,7 +217,7 @@ def _reference_caption(result, real: bool, overlaid: bool, sets) -> str:
     elif not real:
         lines.append(
             "你的测量来自模拟的 CPU 设备（emulated CPU devices）：计时反映的是 memcpy 与 XLA CPU 的调度，"
-            "与 ICI / NVLink 无关，所以没有叠加到图上。在 TPU 或 GPU 上运行 shardlab.bench 后再画，才会出现黑色的“this run”。"
+            f"与 ICI / NVLink 无关，所以没有叠加到图上。在 TPU 或 GPU 上运行 shardlab.bench 后再画，才会出现黑色的“{THIS_RUN}”。"
         )
     elif overlaid:
         chip = result.rows[0].chip

@@ -46,7 +46,7 @@ class ReferenceSet:
     axes: Mapping[str, int]
     slice_shape: tuple[int, ...] | None
     setting: str
-    label: str  # 图例里的简短英文（图上只用英文）
+    label: str  # 图例里的简称
     quantity: str
     source: str
     points: tuple[ReferencePoint, ...]
