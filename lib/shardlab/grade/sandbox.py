@@ -47,6 +47,10 @@ REDACTED = Path(redacted.__file__).parent  # 替换 answers.py、check.py 的两
 PACKAGE = Path(shardlab.__file__).resolve().parent  # 评分器自己的 shardlab 包；沙箱里同一路径挂的是去掉参考算法的副本
 
 
+class Interrupted(Exception):
+    """评分被中断（Ctrl-C）：不再启动新的沙箱；正在运行的被结束，它们的结果不算数"""
+
+
 @dataclass(frozen=True)
 class Limits:
     """每份提交的限制；默认值够一个正常的练习笔记本用上好几倍"""
@@ -126,9 +130,11 @@ def _python_roots() -> list[str]:
 class Sandbox:
     """运行 ``pytest --nbval-lax`` 的沙箱；一个实例可以被多个线程同时使用"""
 
-    def __init__(self, staged: Path, limits: Limits, mode: str | None = None):
-        """staged：stage_library 返回的 shardlab 副本（一个包目录）"""
+    def __init__(self, staged: Path, limits: Limits, mode: str | None = None, workdir: Path | None = None):
+        """staged：stage_library 返回的 shardlab 副本（一个包目录）；workdir：每次运行的临时目录建在这里"""
         self.staged = Path(staged)
+        self.workdir = workdir
+        self._stopped = False
         self.limits = limits
         self.mode = mode or detect_mode()
         self._procs: set[subprocess.Popen] = set()
@@ -252,7 +258,7 @@ class Sandbox:
     def run(self, graded_notebook: Path) -> RunResult:
         lim = self.limits
         uid = 200_000 + secrets.randbelow(100_000)
-        with tempfile.TemporaryDirectory(prefix="shardlab-sbx-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="sbx-", dir=self.workdir) as tmp:
             workdir = Path(tmp)
             if self.mode != "bwrap":
                 shutil.copy(graded_notebook, workdir / NOTEBOOK_NAME)
@@ -272,18 +278,20 @@ class Sandbox:
                         resource.setrlimit(res, (value, value))
 
             start = time.monotonic()
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                preexec_fn=preexec,
-                start_new_session=True,
-                close_fds=True,
-            )
-            with self._lock:
+            with self._lock:  # 在锁里检查并启动：stop() 之后不会再有新的沙箱
+                if self._stopped:
+                    raise Interrupted
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    preexec_fn=preexec,
+                    start_new_session=True,
+                    close_fds=True,
+                )
                 self._procs.add(proc)
             out = _CappedReader(proc.stdout, lim.output_bytes)
             err = _CappedReader(proc.stderr, 64 * 1024)
@@ -304,8 +312,9 @@ class Sandbox:
         return _parse_output(out.data, out.truncated, err.data, proc.returncode, wall, timed_out)
 
     def kill_all(self) -> None:
-        """Ctrl-C 时结束所有正在运行的沙箱"""
+        """Ctrl-C 时：不再启动新的沙箱，结束所有正在运行的"""
         with self._lock:
+            self._stopped = True
             procs = list(self._procs)
         for proc in procs:
             _kill_group(proc)
