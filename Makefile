@@ -25,10 +25,10 @@ help:
 	@echo "make exercises    由 solutions/ 重新生成 exercises/ 的练习笔记本"
 	@echo "make answer-key   运行解答笔记本，写出 build/answer_key.json"
 	@echo "make grade        评分：make grade SUBMISSIONS=<目录或通配符> OUT=<目录>（见 README「评分（教师用）」）"
-	@echo "make bench        计时集合通信（CPU 档位默认 1 kB–16 MB；COURSE_PROFILE=tpu|gpu 在真实硬件上测）"
+	@echo "make bench        计时集合通信（CPU 档位默认 1 KiB–16 MiB；COURSE_PROFILE=tpu|gpu 在真实硬件上测）"
 	@echo "make coverage     单元测试 + shardlab 行覆盖率"
 	@echo "make test-compat  用 jax 0.7.2（Colab 的版本）跑运行时测试和一个演示"
-	@echo "make lint         ruff 检查"
+	@echo "make lint         ruff 检查 + 导入契约（lint-imports，规则在 pyproject.toml）"
 
 venv: $(STAMP)
 
@@ -89,6 +89,7 @@ coverage: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check lib tests tools
 	$(BIN)/ruff format --check lib tests tools
+	$(BIN)/lint-imports --no-logo
 
 $(COMPAT)/.installed: requirements-compat.txt requirements.txt pyproject.toml
 	@test -x $(COMPAT)/bin/python || $(PYTHON) -m venv $(COMPAT)
