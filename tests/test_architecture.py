@@ -131,7 +131,9 @@ def test_library_never_reaches_into_the_repository():
     assert bad == [], "\n".join(bad)
 
 
-_ALIAS = re.compile(r"^\s*(?:from\s+shardlab(?:\.[\w.]+)?\s+import\s+[\w, ]*\bas\b|import\s+shardlab[\w.]*\s+as\b)", re.M)
+_ALIAS = re.compile(
+    r"^\s*(?:from\s+shardlab(?:\.[\w.]+)?\s+import\s+[\w, ]*\bas\b|import\s+shardlab[\w.]*\s+as\b)", re.M
+)
 
 
 def _python_sources_outside_lib():

@@ -20,12 +20,10 @@ import pytest
 from markdown_it import MarkdownIt
 
 from shardlab import answers
-from shardlab.grade import cli, folder, judge, junit, report, text
-from shardlab.grade import inject as inj
-from shardlab.grade import key as keys
-from shardlab.grade import sandbox as sbx
-from shardlab.grade import status as st
+from shardlab.grade import cli, folder, inject, judge, junit, report, sandbox, text
 from shardlab.grade.course import Course
+from shardlab.grade.key import AnswerKey, AnswerKeyError, load_key
+from shardlab.grade.status import TEXT
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "grader"
@@ -34,7 +32,7 @@ SEED = 7
 LIMITS = ["--cell-timeout", "8", "--wall", "60", "--memory-mb", "3072", "--nproc", "160"]
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="评分沙箱只支持 Linux")
-SANDBOXED = sys.platform == "linux" and sbx.detect_mode() == "bwrap"
+SANDBOXED = sys.platform == "linux" and sandbox.detect_mode() == "bwrap"
 UNSAFE_WITHOUT_SANDBOX = {"fork_bomb", "kill_grader", "read_nearby"}
 needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason="需要 root 与 bubblewrap（.ci/run 会安装）")
 
@@ -150,7 +148,7 @@ def statuses(res: dict) -> dict[str, str]:
 
 
 def ch05_ids() -> list[str]:
-    return [a.id for a in inj.chapter_answers(5)]
+    return [a.id for a in inject.chapter_answers(5)]
 
 
 # ---- 正常的提交 ----
@@ -209,7 +207,7 @@ def test_whole_submission_statuses(batch, name, status):
     res = batch["res"][name]
     assert res["status"] == status and res["points"] == 0
     assert {p["status"] for p in res["problems"]} == {status} and res["max_points"] == len(ch05_ids())
-    assert st.TEXT[status] in (batch["out"] / "feedback" / f"{name}.md").read_text(encoding="utf-8")
+    assert TEXT[status] in (batch["out"] / "feedback" / f"{name}.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.slow
@@ -367,16 +365,16 @@ def _secret_strings(key: dict, inputs: dict) -> set[str]:
 
 
 def test_key_never_enters_the_graded_notebook_or_sandbox(tmp_path, key_file):
-    key = keys.load_key(key_file).entries
+    key = load_key(key_file).entries
     inputs = judge.hidden_inputs(SEED)
-    raw = inj.read_notebook((FIXTURES / "blank.ipynb").read_bytes())
-    prep = inj.prepare(raw, None, inputs)
+    raw = inject.read_notebook((FIXTURES / "blank.ipynb").read_bytes())
+    prep = inject.prepare(raw, None, inputs)
     text = nbformat.writes(prep.notebook)
     secrets = _secret_strings(key, inputs)
     assert secrets and not [s for s in secrets if s in text]
     assert "ch05-p3-fn" in text  # 导出单元在，只是没有参考值
     stage = tmp_path / "stage"
-    sbx.stage_library(stage)
+    sandbox.stage_library(stage)
     for path in stage.rglob("*"):
         if path.is_file():
             body = path.read_text(encoding="utf-8", errors="replace")
@@ -385,8 +383,8 @@ def test_key_never_enters_the_graded_notebook_or_sandbox(tmp_path, key_file):
 
 
 def test_prepare_puts_export_right_after_each_answer_and_drops_fake_cells():
-    raw = inj.read_notebook((FIXTURES / "monkeypatch.ipynb").read_bytes())
-    prep = inj.prepare(raw, None, {"ch05-p3-fn": [(3, True)]})
+    raw = inject.read_notebook((FIXTURES / "monkeypatch.ipynb").read_bytes())
+    prep = inject.prepare(raw, None, {"ch05-p3-fn": [(3, True)]})
     assert prep.dropped == 2 and prep.chapter == 5
     for k, ref in enumerate(prep.cells):
         if ref.kind == "export":
@@ -404,10 +402,10 @@ def test_read_notebook_rejects_bad_input():
         (b'{"nbformat": 5, "cells": []}', "not-notebook"),
         (b'{"nbformat": 4, "cells": "x"}', "not-notebook"),
         (b'{"nbformat": 2}', "nbformat-3"),
-        (b" " * (inj.MAX_SUBMISSION_BYTES + 1), "too-large"),
+        (b" " * (inject.MAX_SUBMISSION_BYTES + 1), "too-large"),
     ]:
-        with pytest.raises(inj.SubmissionError) as info:
-            inj.read_notebook(data)
+        with pytest.raises(inject.SubmissionError) as info:
+            inject.read_notebook(data)
         assert info.value.status == status
 
 
@@ -429,7 +427,7 @@ def test_student_ids():
 
 def test_judging_plain_records():
     spec = answers.get("ch05-p1a")
-    key = keys.AnswerKey.from_entries(reference_key())
+    key = AnswerKey.from_entries(reference_key())
     right = key.entries["ch05-p1a"]["value"]
     assert judge.judge_record(spec, {"value": right}, key, []).ok
     assert judge.judge_record(spec, {"value": right / 2}, key, []).status == "wrong"
@@ -465,8 +463,8 @@ def test_key_must_agree_with_reference_functions(tmp_path):
     key["ch05-p3-fn"]["cases"][0]["value"] = 0.1
     path = tmp_path / "k.json"
     path.write_text(json.dumps(key), encoding="utf-8")
-    with pytest.raises(keys.AnswerKeyError):
-        keys.load_key(path)
+    with pytest.raises(AnswerKeyError):
+        load_key(path)
     assert cli.main(["x", "--course", str(ROOT), "--out", str(tmp_path / "o"), "--key", str(path)]) == 2
 
 
@@ -528,20 +526,20 @@ raise RuntimeError("PROBE" + json.dumps(info) + "PROBE")
 
 @pytest.mark.slow
 def test_sandbox_limits_bite(tmp_path):
-    if sbx.detect_mode() != "bwrap":
+    if sandbox.detect_mode() != "bwrap":
         pytest.skip("需要 root 与 bubblewrap")
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(PROBE)]
     path = tmp_path / "probe.ipynb"
     nbformat.write(nb, path)
     path.chmod(0o644)
-    staged = sbx.stage_library(tmp_path / "stage")
-    limits = sbx.Limits(cell_s=30, wall_s=60, memory_bytes=2 << 30, nproc=100, file_bytes=16 << 20)
-    run = sbx.Sandbox(staged, limits).run(path)
+    staged = sandbox.stage_library(tmp_path / "stage")
+    limits = sandbox.Limits(cell_s=30, wall_s=60, memory_bytes=2 << 30, nproc=100, file_bytes=16 << 20)
+    run = sandbox.Sandbox(staged, limits).run(path)
     cells = junit.parse_junit(run.junit)
     info = json.loads(re.search(r"PROBE(\{.*?\})PROBE", cells[0].message).group(1))
     assert info["uid"] >= 200_000
-    assert sorted(info["wrote"]) == sorted(["/tmp/ok", os.path.join(sbx.SANDBOX_HOME, "ok")])
+    assert sorted(info["wrote"]) == sorted(["/tmp/ok", os.path.join(sandbox.SANDBOX_HOME, "ok")])
     assert info["net"] in ("OSError", "ConnectionRefusedError") or "Error" in info["net"]
     assert info["forks"] < limits.nproc  # RLIMIT_NPROC 生效（进程 + 线程）
     assert info["alloc_8g"] is False  # RLIMIT_AS 生效
@@ -727,10 +725,10 @@ def test_real_exercises_and_solutions(tmp_path):
     if not all(p.exists() for p in notebooks):
         pytest.skip("练习或解答笔记本还不在")
     key_path = tmp_path / "answer_key.json"
-    key = keys.load_key(None, Course(ROOT), cache=key_path).entries
+    key = load_key(None, Course(ROOT), cache=key_path).entries
     assert key_path.exists() and set(key) == set(answers.ANSWERS)
     mtime = key_path.stat().st_mtime_ns
-    keys.load_key(None, Course(ROOT), cache=key_path)  # 新鲜的答案表不再重建
+    load_key(None, Course(ROOT), cache=key_path)  # 新鲜的答案表不再重建
     assert key_path.stat().st_mtime_ns == mtime
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -745,11 +743,11 @@ def test_real_exercises_and_solutions(tmp_path):
         res = {r["student"]: r for r in doc["submissions"]}
         sol, ex = res[f"ch0{c}_solutions"], res[f"ch0{c}_exercises"]
         assert sol["chapter"] == ex["chapter"] == c
-        assert sol["points"] == sol["max_points"] == len(inj.chapter_answers(c)), statuses(sol)
+        assert sol["points"] == sol["max_points"] == len(inject.chapter_answers(c)), statuses(sol)
         assert ex["points"] == 0 and set(statuses(ex).values()) == {"missing"}, statuses(ex)
         other = [r for sid, r in res.items() if not sid.startswith(f"ch0{c}")]
         assert len(other) == 2 and all(r["status"] == "other-chapter" for r in other)
-        assert all(r["max_points"] == len(inj.chapter_answers(c)) for r in other)
+        assert all(r["max_points"] == len(inject.chapter_answers(c)) for r in other)
 
 
 # ---- 有敌意的班级（issue：评分器以外的部分）----

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import shardlab
 from shardlab.grade import redacted
+from shardlab.xla_flags import with_device_count
 
 SANDBOX_HOME = "/home/student"
 NOTEBOOK_NAME = "graded.ipynb"
@@ -41,8 +42,6 @@ LOG_MARK = b"@@SHARDLAB-LOG@@\n"
 JUNIT_MARK = b"@@SHARDLAB-JUNIT@@\n"
 MiB = 1 << 20
 PLUGIN = "shardlab.grade.plugin"  # 沙箱里的 pytest 插件（-p）
-# XLA 的模拟设备数标志；与 shardlab.runtime 的同名标志一致（这里不 import runtime，评分器不依赖 JAX 层）
-XLA_DEVICE_FLAG = "--xla_force_host_platform_device_count"
 REDACTED = Path(redacted.__file__).parent  # 替换 answers.py、check.py 的两个文件
 PACKAGE = Path(shardlab.__file__).resolve().parent  # 评分器自己的 shardlab 包；沙箱里同一路径挂的是去掉参考算法的副本
 
@@ -158,7 +157,7 @@ class Sandbox:
             "PYDEVD_DISABLE_FILE_VALIDATION": "1",
             "COURSE_PROFILE": "cpu",
             "JAX_PLATFORMS": "cpu",
-            "XLA_FLAGS": f"{XLA_DEVICE_FLAG}=8",
+            "XLA_FLAGS": with_device_count("", 8),
             "TF_CPP_MIN_LOG_LEVEL": "3",
         }
 
