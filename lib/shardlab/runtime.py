@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from shardlab import xla_flags
+
 PROFILES = ("cpu", "tpu", "gpu", "auto")
 DEFAULT_PROFILE = "cpu"
 DEFAULT_N_DEVICES = 8
-_XLA_DEVICE_FLAG = "--xla_force_host_platform_device_count"
 
 
 class RuntimeSetupError(RuntimeError):
@@ -87,9 +88,7 @@ def _requested_profile(profile: str | None) -> str:
 
 def _ensure_xla_flag(n_devices: int) -> None:
     """在 XLA_FLAGS 里请求 n 个 host（CPU）设备；已有该标志时不覆盖"""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if _XLA_DEVICE_FLAG not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} {_XLA_DEVICE_FLAG}={n_devices}".strip()
+    os.environ["XLA_FLAGS"] = xla_flags.with_device_count(os.environ.get("XLA_FLAGS", ""), n_devices, replace=False)
 
 
 def _too_few_devices_error(found: int, wanted: int) -> RuntimeSetupError:
@@ -233,6 +232,21 @@ def shard_map(f, *, mesh, in_specs, out_specs, check_vma: bool = True):
     from jax.experimental.shard_map import shard_map as legacy  # pragma: no cover
 
     return legacy(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=check_vma)  # pragma: no cover
+
+
+def jit_shard_map(block_fn, mesh, in_specs, out_specs):
+    """``jit(shard_map(block_fn))``，输入输出的分片与 in_specs / out_specs 一致：全局数组进、全局数组出
+
+    in_specs 可以是一个 PartitionSpec（单个输入）或它们的元组；collectives、collective_matmul、megatron 共用。
+    """
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    mapped = shard_map(block_fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+    # 老版本 jax 的 PartitionSpec 是 tuple 的子类，所以先判断它
+    single = isinstance(in_specs, PartitionSpec)
+    in_shardings = NamedSharding(mesh, in_specs) if single else tuple(NamedSharding(mesh, s) for s in in_specs)
+    return jax.jit(mapped, in_shardings=in_shardings, out_shardings=NamedSharding(mesh, out_specs))
 
 
 def put(x, mesh, spec):
