@@ -232,3 +232,11 @@ def test_unreduced_output_on_request():
     """想要的输出可以带未规约轴：两个乘数都免费切片收缩维，不需要通信"""
     p = plan_matmul("A[I, J]", "B[J, K]", "J", {"X": 8}, "cpu", shapes=SHAPES, out="C[I, K]{U_X}")
     assert p.kinds == () and str(p.out) == "C[I, K]{U_X}" and len(p.chosen.slices) == 2
+
+
+def test_with_kinds_finds_the_exact_sequence():
+    p = plan_matmul("A[I, J_X]", "B[J, K]", "J", {"X": 4}, "v5p", shapes=SHAPES, slice_shape=(4, 4, 4))
+    gather = p.with_kinds("all_gather")
+    assert gather.kinds == ("all_gather",) and gather.steps[0].operand == "A"
+    assert p.with_kinds("all_reduce").kinds == ("all_reduce",)
+    assert p.with_kinds("all_to_all", "all_to_all", "all_to_all") is None

@@ -232,6 +232,10 @@ class MatmulPlan:
         wanted = frozenset(hlo_kinds)
         return next((o for o in self.alternatives if o.hlo_kinds == wanted), None)
 
+    def with_kinds(self, *kinds: str) -> MatmulOption | None:
+        """第一个（总时间最短的）按顺序恰好做这几次集合通信的选项，如 ``with_kinds("all_gather")``"""
+        return next((o for o in self.alternatives if o.kinds == kinds), None)
+
     def explain(self, n_alternatives: int = 3) -> str:
         """一段可以直接印在书里的中文说明"""
         total = math.prod(self.mesh.values())
