@@ -220,3 +220,12 @@ def test_step_schedule_validation():
         CM.step_schedule(0)
     with pytest.raises(ValueError, match="kind"):
         CM.step_schedule(4, kind="allreduce")
+
+
+def test_bidirectional_needs_wraparound():
+    """线上（无回绕）的双向调度：最忙的有向链路每步仍有 2 个半块 = 1 整块，与单向环一样"""
+    for n in (3, 4, 8):
+        assert CM.line_link_load(n, bidirectional=True) == 2  # 半块 × 2
+        assert CM.line_link_load(n, bidirectional=False) == 1  # 整块 × 1
+    with pytest.raises(ValueError, match="至少要 2 个设备"):
+        CM.line_link_load(1)

@@ -76,6 +76,7 @@ __all__ = [
     "build",
     "held_block",
     "layout",
+    "line_link_load",
     "matmul_reducescatter",
     "matmul_reducescatter_bidi_block",
     "matmul_reducescatter_block",
@@ -292,6 +293,25 @@ def matmul_allreduce(a, w, mesh, axis: str = "Y", *, chunked: bool = True):
         if rows % mesh.shape[axis]:
             raise ValueError(f"分块版沿 B 切成 n = {mesh.shape[axis]} 块：每个设备的 {rows} 行必须能被 n 整除")
     return _run(op, a, w, mesh, axis)
+
+
+def line_link_load(n: int, bidirectional: bool = True) -> int:
+    """环形调度的一步放到没有回绕的线上时，最忙的有向链路要承载几条消息
+
+    每步设备 j 把一条消息发给 j+1（双向时另一条发给 j-1），下标对 n 取模；在线上，
+    n-1 → 0（与 0 → n-1）没有直连，要沿线穿过中间的每条链路。双向时每条消息是半块：
+    n ≥ 3 时返回 2，即每条有向链路每步仍要搬一整块，没有回绕就没有双向的 2 倍。
+    """
+    if n < 2:
+        raise ValueError(f"n = {n}：环至少要 2 个设备")
+    load: dict[tuple[int, int], int] = {}
+    for shift in (+1, -1) if bidirectional else (+1,):
+        for src in range(n):
+            dst = (src + shift) % n
+            step = 1 if dst > src else -1
+            for at in range(src, dst, step):
+                load[(at, step)] = load.get((at, step), 0) + 1
+    return max(load.values())
 
 
 def step_schedule(n: int, bidirectional: bool = False, kind: str = "allgather", device: int = 0) -> list[dict]:
