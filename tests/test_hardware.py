@@ -30,7 +30,7 @@ def test_emulated_cpu_is_labelled_nominal():
     assert not any(c.emulated for c in hw.ALL_CHIPS if c is not hw.CPU)
 
 
-# (芯片, HBM bytes, HBM bytes/s, bf16 FLOP/s, int8 OP/s, ICI one-way bytes/s, DCN bytes/s)：REFERENCE §2 与 tpus.md
+# (芯片, HBM bytes, HBM bytes/s, bf16 FLOP/s, int8 OP/s, ICI one-way bytes/s, DCN bytes/s)：How To Scale Your Model 的 tpus.md「TPU specs」表
 TPU_TABLE = [
     (hw.TPU_V3, 32e9, 9.0e11, 1.4e14, 1.4e14, 1e11, 6.25e9),
     (hw.TPU_V4P, 32e9, 1.2e12, 2.75e14, 2.75e14, 4.5e10, 6.25e9),
