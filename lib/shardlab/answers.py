@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from shardlab import cost, hardware
+from shardlab import cost, hardware, ring
 from shardlab.units import bytes_of
 
 # ---- 题目里的设定（只是输入，不是答案） ----
@@ -155,12 +155,19 @@ def ch06_p5_t_math() -> float:
 
 
 def ch06_p5_t_comms() -> float:
-    # Out[B, D]{U_XY} 做 ReduceScatter_XY，下一层之前再 AllGather_XY 回 [B, D]
+    # Out[B, D]{U_XY} 做 ReduceScatter_XY，下一层之前再 AllGather_XY 回 [B, D]；
+    # v5e 2x2 的两条轴都是没有回绕的线，时间取环形模拟器按自己的调度数出的链路负载（两条入口链路同时收）
     p = CH06_P5
     v = bytes_of((p["B"], p["D"]))
-    rs = cost.estimate("reduce_scatter", v, ["X", "Y"], "v5e", mesh=p["mesh"]).time_s
-    ag = cost.estimate("all_gather", v, ["X", "Y"], "v5e", mesh=p["mesh"]).time_s
-    return rs + ag
+    torus = ring.Torus((p["mesh"]["X"], p["mesh"]["Y"]), wraparound=False)
+    w = hardware.TPU_V5E.ici_oneway_bw
+    return ring.count("reduce_scatter", torus, v).time(w) + ring.count("all_gather", torus, v).time(w)
+
+
+def ch06_p5_t_comms_book_limit() -> float:
+    """原书多轴公式 V/(k·W_双向) 的 RS + AG（大 N 极限，忽略 (N-1)/N）：常见的错误答案"""
+    p = CH06_P5
+    return 2 * bytes_of((p["B"], p["D"])) / (len(p["mesh"]) * hardware.TPU_V5E.ici_bidir_bw)
 
 
 def ch06_p8_bytes(part: str) -> float:
@@ -421,9 +428,22 @@ def _registry() -> dict[str, Answer]:
             "ch06-p5-t-comms",
             "p5_t_comms",
             "s",
-            "推荐分片下每层的通信时间（ReduceScatter_XY + AllGather_XY）",
+            "推荐分片下每层的通信时间（ReduceScatter_XY + AllGather_XY，v5e 2x2 的两条轴都是线）",
             ch06_p5_t_comms,
-            slips=(BF16, Slip(0.5, "只算了 ReduceScatter；下一层之前还要 AllGather"), ONEWAY_FOR_BIDIR),
+            slips=(
+                Slip(
+                    None,
+                    "用了多轴公式的大 N 极限 V/(k·W_双向)：2x2 上每个芯片只需收下其余 3/4 的数据，"
+                    "但只有两条入口链路、每条只能用一个方向（没有 wraparound），精确值是每次 3V/(8·W_单向)",
+                    alt=lambda right: ch06_p5_t_comms_book_limit(),
+                ),
+                Slip(
+                    4 / 3,
+                    "忽略了 (N-1)/N：每个芯片从两条链路同时收数据，只需收下其余 3/4 的 V，不是整个 V",
+                ),
+                Slip(0.5, "只有参考值的一半：只算了 ReduceScatter（下一层之前还要 AllGather），或者少了 bf16 的因子 2"),
+                Slip(2.0, "是参考值的 2 倍：两条轴的入口链路同时在用，带宽是两条之和；或者 bf16 的因子 2 乘了两次"),
+            ),
         )
     )
     for part in "abc":
