@@ -54,13 +54,6 @@ def glue_text(name: str, text: Any) -> None:
     glue(name, str(text), display=False)
 
 
-def text_table(headers, rows) -> str:
-    """等宽文字表格（print 用）：各列按最宽的单元格左对齐，列间两个空格"""
-    lines = [tuple(map(str, headers)), *(tuple(map(str, r)) for r in rows)]
-    widths = [max(len(x) for x in col) for col in zip(*lines)]
-    return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in lines)
-
-
 def md_table(headers: list[str], rows: list[list[Any]]):
     """由代码生成的 Markdown 表格（网站与 Colab 都能渲染）：``md_table(['芯片', '带宽'], [['v5e', '45 GB/s']])``"""
     from IPython.display import Markdown
