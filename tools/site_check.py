@@ -220,8 +220,8 @@ async () => {
       html.dataset.theme = mode;
       const ref = getComputedStyle(body);
       for (const cap of caps) {
-        for (const el of [cap, ...cap.querySelectorAll("p, span:not(.caption-number):not(.math):not([class^=mjx])")]) {
-          if (el.closest("mjx-container")) continue;
+        // 图注本身、段落和 caption-text 决定继承下去的字重与颜色（<strong>、<code> 里有意不同的不算）
+        for (const el of [cap, ...cap.querySelectorAll(":scope > p, span.caption-text")]) {
           const s = getComputedStyle(el);
           if (s.fontWeight !== ref.fontWeight || s.color !== ref.color) {
             out.push(`${mode}: ${el.tagName.toLowerCase()}.${el.className || ""} 字重 ${s.fontWeight}、颜色 ${s.color}` +
