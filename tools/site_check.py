@@ -273,6 +273,10 @@ async () => {
     exercises: document.querySelectorAll(".exercise, .solution").length,
     players: document.querySelectorAll(".shardlab-player").length,
     captions: captionStyles(article),
+    // 锚点落在顶栏下面：节和图的 scroll-margin-top 不小于顶栏的高度
+    anchorMargin: Array.from(article.querySelectorAll("section[id], figure[id]")).slice(0, 3)
+        .map(e => parseFloat(getComputedStyle(e).scrollMarginTop) || 0),
+    headerHeight: (document.querySelector("header.bd-header") || {offsetHeight: 0}).offsetHeight,
   };
 }
 """
@@ -607,6 +611,9 @@ def _judge_page(result: PageResult, info: dict, notebook: bool, exercise: bool, 
         p.add("math", f"MathJax 报 TeX 错误：{info['merror'][:5]}")
     if info["raw"]:
         p.add("math", f"正文里残留 TeX 定界符：{info['raw'][:5]}")
+    short = [m for m in info.get("anchorMargin", []) if m < info.get("headerHeight", 0)]
+    if short:
+        p.add("link", f"锚点会落在顶栏下面：scroll-margin-top {short[0]:.0f} px < 顶栏 {info['headerHeight']} px")
     for problem in info.get("captions", [])[:5]:
         p.add("caption", f"图注的样式与正文不同：{problem}")
     for img in info["images"]:
