@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         return _fail(str(exc))
     try:
-        return _main_locked(args, course, key, orders, mode, out)
+        with _Interrupts() as interrupts:
+            return _main_locked(args, course, key, orders, mode, out, interrupts)
     except UsageError as exc:
         return _fail(str(exc))
     finally:
@@ -186,7 +187,36 @@ def _choose_chapter(found: list[Found], explicit: int | None) -> int | None:
     )
 
 
-def _main_locked(args, course: Course, key, orders, mode: str, out: Path) -> int:
+class _Interrupts:
+    """SIGINT / SIGTERM，从评分器拿到输出目录的锁起直到退出：第一次停止启动新的沙箱并结束正在运行的；第二次立即退出"""
+
+    def __init__(self):
+        self.stop = threading.Event()
+        self.sandbox: Sandbox | None = None
+        self.count, self.old = 0, {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.old[sig] = signal.signal(sig, self)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self.old.items():
+            signal.signal(sig, handler)
+        return False
+
+    def __call__(self, signum, frame):
+        self.count += 1
+        self.stop.set()
+        if self.sandbox is not None:
+            self.sandbox.kill_all()
+        if self.count > 1:
+            os._exit(130)  # 已经写出的文件都是原子写的；临时文件下次运行时清掉
+        print("评分器：收到中断：不再启动新的沙箱，正在保存已评的结果（再按一次 Ctrl-C 立即退出）", file=sys.stderr)
+
+
+def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interrupts: _Interrupts) -> int:
     removed = _clean_leftovers(out)
     (out / "results").mkdir(parents=True, exist_ok=True)
     found = scan(args.submissions)
@@ -202,7 +232,10 @@ def _main_locked(args, course: Course, key, orders, mode: str, out: Path) -> int
         for path in (out / WORK, work, work / "stage"):
             path.chmod(0o755)
         sandbox = Sandbox(staged, limits, mode=mode, workdir=work)
-        ctx = Context(key, seed, inputs, sandbox, chapter, orders, workdir=work)
+        interrupts.sandbox = sandbox
+        if interrupts.stop.is_set():
+            sandbox.kill_all()
+        ctx = Context(key, seed, inputs, sandbox, chapter, orders, workdir=work, stop=interrupts.stop)
         meta = {
             "isolation": sandbox.mode,
             "limits": limits.as_dict(),
@@ -259,32 +292,6 @@ def _previous(out: Path, meta: dict) -> dict[str, dict]:
     return results
 
 
-class _Interrupts:
-    """SIGINT / SIGTERM：第一次停止启动新的沙箱并结束正在运行的；第二次立即退出"""
-
-    def __init__(self, ctx: Context):
-        self.ctx, self.count, self.old = ctx, 0, {}
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self.old[sig] = signal.signal(sig, self)
-        return self
-
-    def __exit__(self, *exc):
-        for sig, handler in self.old.items():
-            signal.signal(sig, handler)
-        return False
-
-    def __call__(self, signum, frame):
-        self.count += 1
-        self.ctx.stop.set()
-        self.ctx.sandbox.kill_all()
-        if self.count > 1:
-            os._exit(130)  # 已经写出的文件都是原子写的；临时文件下次运行时清掉
-        print("评分器：收到中断：不再启动新的沙箱，正在保存已评的结果（再按一次 Ctrl-C 立即退出）", file=sys.stderr)
-
-
 def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     results = _previous(out, meta)
     todo: list[Found] = []
@@ -314,9 +321,9 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     _write_gradebook(out, results, meta)
     skipped = len(found) - len(todo)
     progress = _progress(args.no_progress, sys.stderr.isatty())
-    with _Interrupts(ctx), progress, ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    with progress, ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         task = progress.add_task("评分", total=len(todo))
-        futures = {pool.submit(grade_submission, f, ctx): f for f in todo}
+        futures = {} if ctx.stop.is_set() else {pool.submit(grade_submission, f, ctx): f for f in todo}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)

@@ -43,9 +43,16 @@ def draw_inputs(spec: answers.Answer, rng: random.Random, n: int = N_HIDDEN) -> 
 
 
 def hidden_inputs(seed: int) -> dict[str, list[tuple]]:
-    """全部函数答案的隐藏输入：种子的确定函数（同一个种子总是同样的输入；种子记在每份结果里）"""
+    """全部函数答案在评分时的输入：公开示例，加上由种子选出的 N_HIDDEN 组（种子的确定函数；种子记在每份结果里）
+
+    公开示例也评：自检通过的函数，在评分时不能因为示例之外的输入才第一次被检查。
+    """
     rng = random.Random(seed)
-    return {a.id: draw_inputs(a, rng) for a in answers.ANSWERS.values() if a.kind == "function"}
+    return {
+        a.id: [tuple(x) for x in a.examples] + draw_inputs(a, rng)
+        for a in answers.ANSWERS.values()
+        if a.kind == "function"
+    }
 
 
 # ---- 一条导出记录 ----
@@ -86,7 +93,7 @@ def judge_record(
         verdict = _judge_plain(spec, case, spec.reference(*args))
         if not verdict.ok:
             return Verdict(spec.id, verdict.status, f"输入 {tuple(args)}：{verdict.message}")
-    return Verdict(spec.id, st.CORRECT, f"正确（检查了评分时另选的 {len(inputs)} 组输入）")
+    return Verdict(spec.id, st.CORRECT, f"正确（检查了 {len(inputs)} 组输入，含评分时另选的）")
 
 
 # ---- 一份提交 ----
