@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import secrets
 import shutil
 import sys
 import tempfile
@@ -20,14 +19,17 @@ from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from shardlab import answers
-from shardlab.grade import inject, report
+from shardlab import answers, roster, variants
+from shardlab.grade import gradescope, inject, outputs, personal, report
 from shardlab.grade.course import Course, CourseError
 from shardlab.grade.folder import collect_submissions, display_name, student_id
 from shardlab.grade.judge import hidden_inputs
 from shardlab.grade.key import AnswerKeyError, load_key
+from shardlab.grade.personal import PersonalKey
 from shardlab.grade.sandbox import Limits, Sandbox, bwrap_problem, stage_library
 from shardlab.grade.submission import RESULT_VERSION, Context, grade_submission
+
+DEFAULT_SEED = 0  # 没有密钥时隐藏输入的种子：确定，所以两次运行的分数相同
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,7 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chapter", type=int, help="练习的章（默认按答案标签推断）")
     p.add_argument("--course", type=Path, help="课程目录（默认：从当前目录向上找含 solutions/ 与 exercises/ 的目录）")
     p.add_argument("--key", type=Path, help="答案表（默认 <课程目录>/build/answer_key.json，过期时由解答重建）")
-    p.add_argument("--seed", type=int, help="选隐藏输入的随机种子（默认每次随机）")
+    p.add_argument("--seed", type=int, help="选隐藏输入的种子（默认：有密钥时由密钥决定，否则 0；记在每份结果里）")
+    p.add_argument("--roster", type=Path, help="花名册 CSV（id,name）：按每个学生的个人版评分，需要 --secret-file")
+    p.add_argument("--secret-file", type=Path, help="生成个人版时用的教师密钥文件（shardlab-assign 的同一个）")
+    p.add_argument("--weights", type=Path, help="每道题的权重：CSV problem,weight（默认都是 1）")
     p.add_argument("--wall", type=float, default=Limits.wall_s, help="每份提交的墙钟时间上限（秒）")
     p.add_argument("--cell-timeout", type=float, default=Limits.cell_s, help="每个单元的时间上限（秒）")
     p.add_argument("--memory-mb", type=int, default=Limits.memory_bytes >> 20, help="每个进程的地址空间上限（MiB）")
@@ -60,6 +65,9 @@ def _fail(message: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["gradescope"]:  # shardlab-grade gradescope --secret-file SECRET --out autograder.zip
+        return gradescope.main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         course = Course.at(args.course) if args.course else Course.find()
@@ -68,8 +76,12 @@ def main(argv: list[str] | None = None) -> int:
             ch: inject.exercise_order(course.exercise(ch), ch)
             for ch in sorted({a.chapter for a in answers.ANSWERS.values()})
         }
-    except (CourseError, AnswerKeyError, inject.CourseOrderError) as exc:
+        personal_mode = _personal(args, key)
+        weights = outputs.read_weights(args.weights)
+    except (CourseError, AnswerKeyError, inject.CourseOrderError, roster.RosterError, ValueError) as exc:
         return _fail(str(exc))
+    if personal_mode is not None:
+        key, students, secret = personal_mode
     mode = args.sandbox
     if mode in ("auto", "bwrap"):
         problem = bwrap_problem()
@@ -80,12 +92,15 @@ def main(argv: list[str] | None = None) -> int:
                 "或者只对可信的提交明确地加 --sandbox rlimit。"
             )
         mode = "bwrap"
-    seed = args.seed if args.seed is not None else secrets.randbits(63)
+    seed = args.seed if args.seed is not None else (personal.hidden_seed(secret) if personal_mode else DEFAULT_SEED)
     inputs = hidden_inputs(seed)
     limits = Limits(wall_s=args.wall, cell_s=args.cell_timeout, memory_bytes=args.memory_mb << 20, nproc=args.nproc)
     out: Path = args.out
     (out / "results").mkdir(parents=True, exist_ok=True)
-    subs = collect_submissions(args.submissions)
+    if personal_mode:
+        subs, ignored = personal.collect(args.submissions, {s.id for s in students})
+    else:
+        subs, ignored = [(p, None) for p in collect_submissions(args.submissions)], _non_notebooks(args.submissions)
     stage = Path(tempfile.mkdtemp(prefix="shardlab-stage-"))
     try:
         staged = stage_library(stage / "lib")
@@ -100,10 +115,48 @@ def main(argv: list[str] | None = None) -> int:
             "key": key.fingerprint,
             "course": str(course.root),
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "personal_variants": personal_mode is not None,
+            "ignored": [{"path": p, "reason": why} for p, why in ignored],
+            "weights": weights,
         }
-        return _run(subs, ctx, out, args, meta)
+        roster_students = students if personal_mode else None
+        return _run(
+            subs,
+            ctx,
+            out,
+            args,
+            meta,
+            lambda results: outputs.write_all(
+                out, results, roster_students, weights, args.chapter, ignored, report.atomic_write
+            ),
+        )
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _personal(args, key):
+    """--roster 与 --secret-file：(个人版答案表, 学生, 密钥)；都没有给时 None"""
+    if args.roster is None and args.secret_file is None:
+        return None
+    if args.roster is None or args.secret_file is None:
+        raise ValueError("按个人版评分要同时给 --roster（花名册）和 --secret-file（生成个人版时的密钥）")
+    students = roster.read(args.roster)
+    secret = variants.read_secret(args.secret_file)
+    return PersonalKey.build(key, students, secret), students, secret
+
+
+def _non_notebooks(specs: list[str]) -> list[tuple[str, str]]:
+    """提交目录里不是 .ipynb 的文件：列为忽略"""
+    found = []
+    for spec in specs:
+        path = Path(spec)
+        if path.is_dir():
+            found += [
+                (str(p), "不是 .ipynb 笔记本，忽略")
+                for p in sorted(path.iterdir())
+                if not p.name.lower().endswith(".ipynb")
+            ]
+    return found
 
 
 def _cached(path: Path, sha: str | None, key_fp: str) -> dict | None:
@@ -140,16 +193,19 @@ def _previous(out: Path, meta: dict) -> dict[str, dict]:
     return results
 
 
-def _run(subs: list[Path], ctx: Context, out: Path, args, meta: dict) -> int:
+def _run(subs: list[tuple[Path, str | None]], ctx: Context, out: Path, args, meta: dict, write_outputs) -> int:
     results = _previous(out, meta)
     todo: list[tuple[str, Path]] = []
     ids: dict[str, int] = {}
-    for path in subs:
-        sid = student_id(path)
+    roster_of: dict[str, str] = {}
+    for path, rid in subs:
+        sid = rid or student_id(path)
         if sid in ids:  # 两个文件得到同一个 id：加序号
             ids[sid] += 1
             sid = f"{sid}-{ids[sid]}"
         ids.setdefault(sid, 1)
+        if rid:
+            roster_of[sid] = rid
         cached = None if args.force else _cached(out / "results" / f"{sid}.json", _sha(path), ctx.key.fingerprint)
         if cached is not None:
             cached["student"] = sid
@@ -173,7 +229,10 @@ def _run(subs: list[Path], ctx: Context, out: Path, args, meta: dict) -> int:
     interrupted = False
     with progress, ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         task = progress.add_task("评分", total=len(todo))
-        futures = {pool.submit(grade_submission, path, ctx, sid, display_name(path)): sid for sid, path in todo}
+        futures = {
+            pool.submit(grade_submission, path, ctx, sid, display_name(path), roster_of.get(sid)): sid
+            for sid, path in todo
+        }
         pending = set(futures)
         try:
             while pending:
@@ -188,12 +247,13 @@ def _run(subs: list[Path], ctx: Context, out: Path, args, meta: dict) -> int:
             ctx.sandbox.kill_all()
     meta["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     report.write_gradebook(out, list(results.values()), meta)
-    total = sum(r["points"] for r in results.values())
+    overview = write_outputs(list(results.values()))
     print(
-        f"评分完成：新评 {len(newly)} 份，跳过已评 {skipped} 份；隔离方式 {ctx.sandbox.mode}；"
-        f"共 {len(results)} 份，总分 {total:g}。结果在 {out}/gradebook.csv",
+        f"评分完成：新评 {len(newly)} 份，跳过已评 {skipped} 份；隔离方式 {ctx.sandbox.mode}；共 {len(results)} 份。"
+        f"结果在 {out}/gradebook.csv 与 {out}/grades_wide.csv",
         file=sys.stderr,
     )
+    print(overview, file=sys.stderr)
     if interrupted:
         print("评分被中断：已评的结果都已保存，再运行一次会接着评剩下的", file=sys.stderr)
         return 130

@@ -14,10 +14,20 @@ from shardlab.grade import status as st
 CSV_FIELDS = ["student", "problem", "points", "max_points", "status", "message"]
 
 
+def _umask() -> int:
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+FILE_MODE = 0o666 & ~_umask()  # 与普通的 open() 一样按 umask（mkstemp 默认 0600，教师的组就读不了）
+
+
 def atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
             f.flush()

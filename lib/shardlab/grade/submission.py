@@ -50,9 +50,11 @@ def new_result(sid: str, file: str, ctx: Context) -> dict:
     }
 
 
-def grade_submission(path: Path, ctx: Context, sid: str, file: str) -> dict:
-    """评一份提交，返回结果字典"""
+def grade_submission(path: Path, ctx: Context, sid: str, file: str, roster_id: str | None = None) -> dict:
+    """评一份提交，返回结果字典；roster_id 是花名册里的学生 id（按个人版评分时按它查答案表）"""
     res = new_result(sid, file, ctx)
+    if roster_id is not None:
+        res["roster_id"] = roster_id
     start = time.monotonic()
     try:
         data = Path(path).read_bytes()
