@@ -423,7 +423,19 @@ def test_python_m_shardlab_bench(tmp_path):
 
 BENCH_DIR = Path(bench.__file__).parent
 # 包内的层次：每个模块只能导入排在它前面的模块（worker 与 __main__ 是入口，排在最后）
-LAYERS = ("model", "plot", "result", "measure", "multiprocess", "cli", "worker", "__main__", "__init__")
+LAYERS = (
+    "model",
+    "published",
+    "plot",
+    "result",
+    "roofline",
+    "measure",
+    "multiprocess",
+    "cli",
+    "worker",
+    "__main__",
+    "__init__",
+)
 
 
 def _bench_imports(py: Path) -> tuple[list[str], list[str]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from shardlab import answers, roster, variants
-from shardlab.grade import judge, outputs, personal, report
+from shardlab.grade import folder, judge, outputs, personal, report
 from shardlab.grade import status as st
 from shardlab.grade.key import AnswerKey
 
@@ -55,25 +55,31 @@ def key():
     ],
 )
 def test_submissions_map_to_roster_ids_by_folder_or_prefix(tmp_path, rel, sid):
-    got = personal.match(tmp_path / rel, tmp_path, {"s1", "s2", "s3"})
-    assert got.sid == sid
+    (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / rel).write_text("{}", encoding="utf-8")
+    found = folder.scan([str(tmp_path)])
+    got = personal.map_to_roster(found, {"s1", "s2", "s3"})
     if sid is None:
-        assert "花名册" in got.reason or "学生 id" in got.reason
+        assert got == {} and not found.found
+        assert any("花名册" in i["reason"] for i in found.ignored), found.ignored
+    else:
+        assert got == {sid: sid} and found.found[0].sid == sid
 
 
-def test_ambiguous_prefix_is_reported_not_guessed(tmp_path):
-    got = personal.match(tmp_path / "a_b_hw.ipynb", tmp_path, {"a", "a_b"})
+def test_ambiguous_prefix_is_reported_not_guessed():
+    got = personal.match("a_b_hw", False, "a_b_hw.ipynb", {"a", "a_b"})
     assert got.sid is None and "不止一个" in got.reason
 
 
-def test_collect_lists_unknown_and_non_notebook_files(tmp_path):
-    for rel in ("s1/ch05_exercises.ipynb", "s2_ch05.ipynb", "nobody_ch05.ipynb", "notes.txt", "s3/readme.md"):
+def test_unknown_duplicate_and_non_notebook_files_are_listed_as_ignored(tmp_path):
+    for rel in ("s1/ch05_exercises.ipynb", "s2_ch05.ipynb", "s2/ch05.ipynb", "nobody_ch05.ipynb", "notes.txt"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("{}", encoding="utf-8")
-    matched, ignored = personal.collect([str(tmp_path)], {"s1", "s2", "s3"})
-    assert sorted(sid for _, sid in matched) == ["s1", "s2"]
-    reasons = {Path(p).name: why for p, why in ignored}
-    assert "nobody_ch05.ipynb" in reasons and "不是 .ipynb" in reasons["notes.txt"] and "没有 .ipynb" in reasons["s3"]
+    found = folder.scan([str(tmp_path)])
+    assert personal.map_to_roster(found, {"s1", "s2", "s3"}) == {"s1": "s1"}
+    reasons = {Path(i["file"]).name: i["reason"] for i in found.ignored}
+    assert "花名册" in reasons["nobody_ch05.ipynb"] and "不是 .ipynb" in reasons["notes.txt"]
+    assert "2 份提交" in reasons["s2_ch05.ipynb"] and "2 份提交" in reasons["ch05.ipynb"]
 
 
 def test_each_student_is_judged_against_their_own_variant(key):
@@ -213,7 +219,7 @@ def test_class_with_own_answers_scores_full_and_copied_answers_are_flagged(tmp_p
         assert copied[pid] == (st.CORRECT if same else st.OTHER_VARIANT), pid
     assert st.OTHER_VARIANT in copied.values()
     summary = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
-    assert "stranger_ch05.ipynb" in summary and "notes.txt" in summary
+    assert "stranger_ch05.ipynb" in summary and "notes.txt" in summary and "花名册" in summary
     doc = json.loads((tmp_path / "out" / "gradebook.json").read_text(encoding="utf-8"))
     assert doc["meta"]["seed"] == personal.hidden_seed(secret.read_bytes()) and doc["meta"]["personal_variants"]
     assign_bench.grade(pub, tmp_path / "out-pub", roster_path, secret, 5, 2)

@@ -30,6 +30,7 @@ from shardlab import answers, roster, variants
 from shardlab.grade import inject, judge, personal
 from shardlab.grade import status as st
 from shardlab.grade.course import Course, CourseError
+from shardlab.grade.folder import Found, Unreadable, read_submission
 from shardlab.grade.key import AnswerKeyError, load_key, read_key
 from shardlab.grade.sandbox import PACKAGE, Limits, Sandbox, stage_library
 from shardlab.grade.submission import Context, grade_submission
@@ -158,13 +159,22 @@ def run(root: Path) -> dict:
     seed = personal.hidden_seed(secret)
     inputs = judge.hidden_inputs(seed)
     orders = {ch: inject.exercise_order(source / "exercises" / f"ch{ch:02d}_exercises.ipynb", ch) for ch in chapters}
+    path = notebooks[0]
+    if chapter is None:  # 两章都放进了 zip：按提交里的答案标签认出是哪一章
+        try:
+            chapter = inject.detect_chapter(inject.read_notebook(read_submission(path)))
+        except (inject.SubmissionError, Unreadable, OSError):
+            chapter = None
+        chapter = chapter if chapter in chapters else chapters[0]
+    rel = path.relative_to(root / "submission").as_posix()
+    found = Found(path, rel, os.fsencode(rel), os.fsencode(sid), sid)
     stage = Path(tempfile.mkdtemp(prefix="shardlab-stage-"))
     try:
         staged = stage_library(stage / "lib")
         stage.chmod(0o755)
-        sandbox = Sandbox(staged, Limits(), mode="rlimit")  # 容器本身是隔离边界
-        ctx = Context(key, seed, inputs, sandbox, chapter, orders)
-        res = grade_submission(notebooks[0], ctx, sid, notebooks[0].name, sid)
+        sandbox = Sandbox(staged, Limits(), mode="rlimit", workdir=stage)  # 容器本身是隔离边界
+        ctx = Context(key, seed, inputs, sandbox, int(chapter), orders, workdir=stage, roster_of={sid: sid})
+        res = grade_submission(found, ctx)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     tests = []

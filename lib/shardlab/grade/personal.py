@@ -1,7 +1,7 @@
 """按个人版评分（``--roster`` + ``--secret-file``）：每个学生按自己的题目参数判定，认出抄来的答案
 
 - 提交 → 花名册里的学生 id：``<id>/….ipynb``（每人一个文件夹）或文件名以 ``<id>_`` 开头（``<id>.ipynb`` 也算）；
-  认不出、或能认成两个 id 的提交不评，报告出来，从不猜；
+  认不出、能认成两个 id、或同一个学生有几份的提交不评，列为忽略（附原因），从不猜；
 - 每个学生的答案表：``shardlab.variants`` 由（密钥, 作业, 学生 id）抽出参数，``shardlab.answers`` 算出参考值；
   发布版的答案表（由解答笔记本算出）照样要读，它核对了参考算法；
 - 一个不对的答案如果等于发布版的答案，状态是 ``copied-published``；等于另一位同学的答案，是 ``other-variant``，都是 0 分；
@@ -14,8 +14,8 @@ import hashlib
 import hmac
 import json
 import math
+import os
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
 
 from shardlab import answers, problems, roster, variants
 from shardlab.grade import status as st
@@ -93,22 +93,13 @@ class Match:
     reason: str = ""  # sid 为 None 时：为什么认不出
 
 
-def match(path: Path, root: Path | None, ids: set[str]) -> Match:
-    """按文件夹（相对于提交目录 root 的第一段路径）或文件名前缀认出学生 id"""
-    rel = PurePath(path)
-    if root is not None:
-        try:
-            rel = PurePath(path).relative_to(root)
-        except ValueError:
-            rel = PurePath(path.name)
-    if len(rel.parts) > 1:
-        folder = rel.parts[0]
-        if folder in ids:
-            return Match(folder)
-        return Match(None, f"文件夹 {folder!r} 不是花名册里的学生 id")
-    name = rel.name
-    stem = name[:-6] if name.lower().endswith(".ipynb") else name
-    found = {sid for sid in ids if stem == sid or stem.startswith(sid + "_")}
+def match(group: str, in_folder: bool, name: str, ids: set[str]) -> Match:
+    """认出学生 id：每人一个文件夹时文件夹名就是 id；顶层文件的文件名是 ``<id>_….ipynb`` 或 ``<id>.ipynb``"""
+    if in_folder:
+        if group in ids:
+            return Match(group)
+        return Match(None, f"文件夹 {group!r} 不是花名册里的学生 id")
+    found = {sid for sid in ids if group == sid or group.startswith(sid + "_")}
     if len(found) == 1:
         return Match(found.pop())
     if found:
@@ -116,34 +107,29 @@ def match(path: Path, root: Path | None, ids: set[str]) -> Match:
     return Match(None, f"文件名 {name!r} 不以花名册里的学生 id 加 _ 开头（<id>_….ipynb），也不在 <id>/ 文件夹里")
 
 
-def collect(specs: list[str], ids: set[str]) -> tuple[list[tuple[Path, str]], list[tuple[str, str]]]:
-    """找出提交并认出学生 id：([(路径, 学生 id)], [(路径, 认不出的原因)])
-
-    目录：里面的 ``*.ipynb`` 按文件名认，``<id>/`` 子文件夹里的 ``*.ipynb`` 按文件夹认；别的文件列为“忽略”。
-    """
-    matched, unmatched = [], []
-    for spec in specs:
-        root = Path(spec)
-        if root.is_dir():
-            for entry in sorted(root.iterdir()):
-                if entry.is_dir() and not entry.is_symlink():
-                    files = sorted(p for p in entry.iterdir() if p.name.lower().endswith(".ipynb"))
-                    if not files:
-                        unmatched.append((str(entry), "文件夹里没有 .ipynb"))
-                    for f in files:
-                        _add(f, root, ids, matched, unmatched)
-                elif entry.name.lower().endswith(".ipynb"):
-                    _add(entry, root, ids, matched, unmatched)
-                else:
-                    unmatched.append((str(entry), "不是 .ipynb 笔记本，忽略"))
+def map_to_roster(scan, ids: set[str]) -> dict[str, str]:
+    """把 folder.scan 找到的提交对上花名册：对上的提交的 id 换成学生 id；对不上的、或同一个学生有几份的，
+    移到 scan.ignored（附原因），不评。返回 {提交 id: 学生 id}"""
+    matched: dict[str, list] = {}
+    for f in scan.found:
+        name = os.path.basename(os.fsdecode(f.raw_rel))
+        group = os.fsdecode(f.group)
+        in_folder = os.sep in os.fsdecode(f.raw_rel) and group != name[:-6]
+        m = match(group, in_folder, name, ids)
+        if m.sid is None:
+            scan.ignored.append({"file": f.rel, "reason": m.reason})
         else:
-            _add(root, None, ids, matched, unmatched)
-    return matched, unmatched
-
-
-def _add(path: Path, root: Path | None, ids, matched, unmatched) -> None:
-    m = match(path, root, ids)
-    if m.sid is None:
-        unmatched.append((str(path), m.reason))
-    else:
-        matched.append((path, m.sid))
+            matched.setdefault(m.sid, []).append(f)
+    keep = []
+    for sid, files in matched.items():
+        if len(files) > 1:
+            shown = "、".join(f.rel for f in files)
+            for f in files:
+                scan.ignored.append(
+                    {"file": f.rel, "reason": f"学生 {sid} 有 {len(files)} 份提交（{shown}），不知道评哪一份，都不评"}
+                )
+            continue
+        files[0].sid = sid
+        keep.append(files[0])
+    scan.found[:] = [f for f in scan.found if f in keep]
+    return {f.sid: f.sid for f in keep}
