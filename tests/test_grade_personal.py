@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from shardlab import answers, roster, variants
-from shardlab.grade import folder, judge, outputs, personal, report
-from shardlab.grade import status as st
+from shardlab.grade import folder, judge, outputs, personal, report, status
 from shardlab.grade.key import AnswerKey
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,13 +87,13 @@ def test_each_student_is_judged_against_their_own_variant(key):
     for s in STUDENTS:
         entry = key.entry(spec.id, s.id)
         assert entry["value"] == mine[s.id]
-        assert judge.judge_record(spec, {"value": mine[s.id]}, key, [], s.id).status == st.CORRECT
+        assert judge.judge_record(spec, {"value": mine[s.id]}, key, [], s.id).status == status.CORRECT
     v = judge.judge_record(spec, {"value": spec.value()}, key, [], "s1")
-    assert v.status == st.COPIED_PUBLISHED and repr(mine["s1"]) not in v.message
+    assert v.status == status.COPIED_PUBLISHED and repr(mine["s1"]) not in v.message
     others = [x for x in ("s2", "s3") if abs(mine[x] / mine["s1"] - 1) > 0.05]
     assert others, "三个学生的 p1c 全相同：换一个密钥"
-    assert judge.judge_record(spec, {"value": mine[others[0]]}, key, [], "s1").status == st.OTHER_VARIANT
-    assert judge.judge_record(spec, {"value": mine["s1"] * 3.7}, key, [], "s1").status == st.WRONG
+    assert judge.judge_record(spec, {"value": mine[others[0]]}, key, [], "s1").status == status.OTHER_VARIANT
+    assert judge.judge_record(spec, {"value": mine["s1"] * 3.7}, key, [], "s1").status == status.WRONG
     assert key.entry(spec.id, "nobody") is None
 
 
@@ -104,7 +103,7 @@ def test_slip_hints_use_the_students_parameters(key):
     x = params["mesh"]["X"]
     right = spec.value(params)
     v = judge.judge_record(spec, {"value": right * 2 * (x - 1) / x}, key, [], "s2")
-    assert v.status == st.WRONG and "wraparound" in v.message
+    assert v.status == status.WRONG and "wraparound" in v.message
 
 
 def test_invariant_answers_have_no_impostors(key):
@@ -134,12 +133,12 @@ def test_hidden_inputs_are_deterministic_and_include_examples_and_edge_cases():
     assert (2, True) in inputs["ch05-p3-fn"] and any(n % 2 for n, _ in inputs["ch05-p3-fn"])
 
 
-def _result(sid, points, rid=None, status=st.GRADED):
+def _result(sid, points, rid=None, whole=status.GRADED):
     probs = [
-        {"id": aid, "points": p, "max_points": 1.0, "status": st.CORRECT if p else st.WRONG}
+        {"id": aid, "points": p, "max_points": 1.0, "status": status.CORRECT if p else status.WRONG}
         for aid, p in points.items()
     ]
-    res = {"student": sid, "status": status, "problems": probs, "points": sum(points.values())}
+    res = {"student": sid, "status": whole, "problems": probs, "points": sum(points.values())}
     if rid:
         res["roster_id"] = rid
     return res
@@ -209,22 +208,22 @@ def test_class_with_own_answers_scores_full_and_copied_answers_are_flagged(tmp_p
     assign_bench.grade(own, tmp_path / "out", roster_path, secret, 5, 2)
     rows = assign_bench.gradebook(tmp_path / "out")
     first = {f: (tmp_path / "out" / f).read_bytes() for f in ("gradebook.csv", "grades_wide.csv", "canvas.csv")}
-    assert {r["status"] for r in rows if r["student"] in ("s000", "s001")} == {st.CORRECT}
+    assert {r["status"] for r in rows if r["student"] in ("s000", "s001")} == {status.CORRECT}
     copied = {r["problem"]: r["status"] for r in rows if r["student"] == "s002"}
     varies = {a.id for a in answers.chapter_answers("ch05") if a.kind == "value" and a.varies}
     key = secret.read_bytes()
     p0, p2 = (variants.for_student(key, "ch05", sid) for sid in ("s000", "s002"))
     for pid in varies:  # 两人的数碰巧相同的题算对，其余认出是别人的答案
         same = abs(answers.get(pid).value(p0) / answers.get(pid).value(p2) - 1) < 0.02
-        assert copied[pid] == (st.CORRECT if same else st.OTHER_VARIANT), pid
-    assert st.OTHER_VARIANT in copied.values()
+        assert copied[pid] == (status.CORRECT if same else status.OTHER_VARIANT), pid
+    assert status.OTHER_VARIANT in copied.values()
     summary = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
     assert "stranger_ch05.ipynb" in summary and "notes.txt" in summary and "花名册" in summary
     doc = json.loads((tmp_path / "out" / "gradebook.json").read_text(encoding="utf-8"))
     assert doc["meta"]["seed"] == personal.hidden_seed(secret.read_bytes()) and doc["meta"]["personal_variants"]
     assign_bench.grade(pub, tmp_path / "out-pub", roster_path, secret, 5, 2)
     pub_rows = assign_bench.gradebook(tmp_path / "out-pub")
-    assert {r["status"] for r in pub_rows if r["problem"] in varies} == {st.COPIED_PUBLISHED}
+    assert {r["status"] for r in pub_rows if r["problem"] in varies} == {status.COPIED_PUBLISHED}
     assert all(float(r["points"]) == 0 for r in pub_rows if r["problem"] in varies)
     assign_bench.grade(own, tmp_path / "out", roster_path, secret, 5, 2, "--force")
     assert {f: (tmp_path / "out" / f).read_bytes() for f in first} == first  # --force 重评，逐字节相同
