@@ -28,7 +28,7 @@ help:
 	@echo "make bench        计时集合通信（CPU 档位默认 1 kB–16 MB；COURSE_PROFILE=tpu|gpu 在真实硬件上测）"
 	@echo "make coverage     单元测试 + shardlab 行覆盖率"
 	@echo "make test-compat  用 jax 0.7.2（Colab 的版本）跑运行时测试和一个演示"
-	@echo "make lint         ruff 检查"
+	@echo "make lint         ruff 检查 + 导入契约（lint-imports，规则在 pyproject.toml）"
 
 venv: $(STAMP)
 
@@ -89,6 +89,7 @@ coverage: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check lib tests tools
 	$(BIN)/ruff format --check lib tests tools
+	$(BIN)/lint-imports --no-logo
 
 $(COMPAT)/.installed: requirements-compat.txt requirements.txt pyproject.toml
 	@test -x $(COMPAT)/bin/python || $(PYTHON) -m venv $(COMPAT)

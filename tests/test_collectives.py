@@ -330,3 +330,14 @@ def test_find_collectives_normalises_async_forms():
         ]
     )
     assert C.find_collectives(text) == ["all-gather", "all-reduce", "collective-permute"]
+
+
+def test_replica_group_parsing():
+    assert C.parse_replica_groups("{{0,1},{2,3}}") == [[0, 1], [2, 3]]
+    assert C.parse_replica_groups("[2,4]<=[8]") == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert C.parse_replica_groups("[4,2]<=[2,4]T(1,0)") == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    mesh = mesh_of((2, 4), ("X", "Y"))
+    assert C.axis_of_groups([[0, 4], [1, 5], [2, 6], [3, 7]], mesh) == "X"
+    assert C.axis_of_groups([[4, 5, 6, 7], [0, 1, 2, 3]], mesh) == "Y"
+    assert C.axis_of_groups([list(range(8))], mesh) == "X+Y"
+    assert C.axis_of_groups([[0, 1], [2, 3], [4, 5], [6, 7]], mesh) == "?"

@@ -15,7 +15,7 @@ V5E_ONEWAY, V5E_BIDIR = 4.5e10, 9e10
 US = 1e-6
 
 
-# ---- 书中的数字（REFERENCE §3-4；How To Scale Your Model, sharding.md / gpus.md） ----
+# ---- 书中的数字（How To Scale Your Model：sharding.md、gpus.md 的公式与实测） ----
 
 
 def test_v5e_allgather_without_wraparound_is_560us():

@@ -12,7 +12,6 @@ import pytest
 from jax.sharding import NamedSharding
 
 from shardlab import collectives, hardware, runtime
-from shardlab import sharding as S
 from shardlab.planner import plan_matmul
 from shardlab.sharding import ShardingError
 
@@ -31,9 +30,9 @@ M8, M24 = ((8,), ("X",)), ((2, 4), ("X", "Y"))
 
 def xla_collectives(mesh, a, b, out, shapes=SHAPES):
     """jit(jnp.matmul) 编译后的集合通信（Auto 网格：输入分片来自数组，输出分片来自 out_shardings）"""
-    x = runtime.put(np.ones((shapes["I"], shapes["J"]), np.float32), mesh, S.to_partition_spec(a))
-    y = runtime.put(np.ones((shapes["J"], shapes["K"]), np.float32), mesh, S.to_partition_spec(b))
-    f = jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, S.to_partition_spec(out)))
+    x = runtime.put(np.ones((shapes["I"], shapes["J"]), np.float32), mesh, runtime.to_partition_spec(a))
+    y = runtime.put(np.ones((shapes["J"], shapes["K"]), np.float32), mesh, runtime.to_partition_spec(b))
+    f = jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, runtime.to_partition_spec(out)))
     text = collectives.compiled_hlo_text(f, x, y)
     return frozenset(collectives.find_collectives(text)), "dynamic-slice" in text
 
@@ -136,7 +135,7 @@ def test_case2_choice_flips_with_shape():
     assert gather is not None and gather.t_comms == pytest.approx(p.t_comms * 2)  # I·J·4 对 2·I·K·4
 
 
-# ---- 数字：REFERENCE §3 的分片 matmul ----
+# ---- 数字：How To Scale Your Model（sharding.md）里分片 matmul 的阈值 ----
 
 # 书中的理想化：每个轴都是有 wraparound 的双向环（EmulatedChip 按此计算），算力与链路用 v5e 的
 V5E = hardware.get_chip("v5e")

@@ -52,10 +52,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from shardlab import runtime
@@ -220,9 +218,7 @@ def build(op: str, mesh, axis: str = "Y"):
 def _build(op: str, mesh, axis: str):
     a_spec, w_spec, c_spec = layout(op, mesh, axis)
     block_fn = functools.partial(MATMUL_OPS[op], axis=axis, n=mesh.shape[axis])
-    mapped = runtime.shard_map(block_fn, mesh=mesh, in_specs=(a_spec, w_spec), out_specs=c_spec)
-    shardings = tuple(NamedSharding(mesh, spec) for spec in (a_spec, w_spec, c_spec))
-    return jax.jit(mapped, in_shardings=shardings[:2], out_shardings=shardings[2])
+    return runtime.jit_shard_map(block_fn, mesh, (a_spec, w_spec), c_spec)
 
 
 def _run(op: str, a, w, mesh, axis: str):

@@ -33,10 +33,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from shardlab import runtime
+from shardlab import names, runtime
 
 __all__ = [
     "COLLECTIVE_OPS",
@@ -54,6 +53,7 @@ __all__ = [
     "find_collectives",
     "hlo_collective_counts",
     "hlo_collectives",
+    "hlo_collectives_by_axis",
     "hlo_permute_pairs",
     "per_device",
     "group_blocks",
@@ -277,9 +277,7 @@ def _build(op: str, mesh, axis: str, params: tuple):
     spec = block_spec(mesh)
     # 输出也用分片的 out_specs：每台设备的结果各占一块。
     # 这也绕开了 check_vma 的限制：tiled all_gather 的结果被标为 varying，out_specs=P() 会被拒绝
-    mapped = runtime.shard_map(block_fn, mesh=mesh, in_specs=spec, out_specs=spec)
-    sharding = NamedSharding(mesh, spec)
-    return jax.jit(mapped, in_shardings=sharding, out_shardings=sharding)
+    return runtime.jit_shard_map(block_fn, mesh, spec, spec)
 
 
 def _run(op: str, x, mesh, axis: str, **params):
@@ -333,7 +331,7 @@ def ring_all_reduce(x, mesh, axis: str = "X", *, bidirectional: bool = False):
 
 # ---- 编译后的 HLO 里有哪些集合通信 ----
 
-HLO_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
+HLO_COLLECTIVES = names.HLO_COLLECTIVES
 # 匹配指令名后紧跟 "(" 的写法；GPU/TPU 上的异步形式是 "all-gather-start("，归一为 "all-gather"
 _HLO_OP = re.compile(r"\b(" + "|".join(HLO_COLLECTIVES) + r")(?:-start)?\(")
 
@@ -373,3 +371,46 @@ def hlo_permute_pairs(fn, *args) -> list[tuple[tuple[int, int], ...]]:
     for match in _PERMUTE_PAIRS.finditer(compiled_hlo_text(fn, *args)):
         pairs.append(tuple((int(a), int(b)) for a, b in re.findall(r"\{(\d+),(\d+)\}", match.group(1))))
     return pairs
+
+
+# ---- replica_groups：一条集合通信沿哪个网格轴 ----
+
+_REPLICA_GROUPS = re.compile(r"replica_groups=(\{\{[\d,{}]*\}\}|\[[\d,]+\]<=\[[\d,]+\](?:T\([\d,]+\))?)")
+
+
+def parse_replica_groups(text: str) -> list[list[int]]:
+    """HLO 的 replica_groups 两种写法：显式 ``{{0,1},{2,3}}`` 与 iota 写法 ``[2,4]<=[8]`` / ``[4,2]<=[2,4]T(1,0)``"""
+    if text.startswith("{{"):
+        return [[int(v) for v in group.split(",") if v] for group in re.findall(r"\{([\d,]*)\}", text[1:-1])]
+    dims, rest = text[1:].split("]<=[", 1)
+    shape = [int(v) for v in dims.split(",")]
+    reshape, _, perm = rest.partition("]")
+    ids = np.arange(int(np.prod([int(v) for v in reshape.split(",")]))).reshape([int(v) for v in reshape.split(",")])
+    if perm:
+        ids = ids.transpose([int(v) for v in perm[2:-1].split(",")])
+    return ids.reshape(shape).tolist()
+
+
+def axis_of_groups(groups: list[list[int]], mesh) -> str:
+    """一条集合通信的 replica_groups 对应哪个网格轴（或几个轴）"""
+    wanted = sorted(sorted(g) for g in groups)
+    for name in mesh.axis_names:
+        if sorted(sorted(g) for g in axis_groups(mesh, name)) == wanted:
+            return name
+    return "+".join(mesh.axis_names) if wanted == [list(range(mesh.size))] else "?"
+
+
+def hlo_collectives_by_axis(fn, *args, mesh) -> Counter:
+    """编译后 HLO 里的集合通信，按 (种类, 网格轴) 计数，例如 ``Counter({('all-reduce', 'Y'): 1})``
+
+    CPU 上的设备编号就是网格位置（`runtime.make_mesh` 按行优先取设备），据此把 replica_groups 映射回网格轴。
+    """
+    counts: Counter = Counter()
+    for line in compiled_hlo_text(fn, *args).splitlines():
+        ops = find_collectives(line)
+        if not ops:
+            continue
+        match = _REPLICA_GROUPS.search(line)
+        where = axis_of_groups(parse_replica_groups(match.group(1)), mesh) if match else "?"
+        counts[(ops[0], where)] += 1
+    return counts

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import math
 import operator
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from shardlab import hardware, units
+from shardlab import hardware, names, units
 
 # ---- 输入检查 ----
 
@@ -444,16 +443,7 @@ def latency_threshold_bytes(ici_oneway_bw: float, hop_latency: float) -> float:
 
 # ---- 唯一入口：estimate ----
 
-COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
-_DISPLAY = dict(zip(COLLECTIVES, ("AllGather", "ReduceScatter", "AllReduce", "AllToAll")))
-_ALIASES = {
-    "allgather": "all_gather",
-    "reducescatter": "reduce_scatter",
-    "psumscatter": "reduce_scatter",
-    "allreduce": "all_reduce",
-    "psum": "all_reduce",
-    "alltoall": "all_to_all",
-}
+COLLECTIVES = names.COLLECTIVES
 _HALF = "⌊N/2⌋·max(t_hop, 2V/(N·W_bidir))"
 _LINE1 = "(N-1)·max(t_hop, (V/N)/W_oneway)"
 # 单轴：(有无 wraparound) → 集合通信 → (函数, 公式)；有 wraparound 时传 W_bidir，线形传 W_oneway
@@ -518,18 +508,9 @@ class Estimate:
         axes = "，".join(f"{name}: {size}" for name, size in self.axes)
         regime = "带宽受限" if self.regime == "bandwidth-bound" else "延迟受限"
         return (
-            f"{_DISPLAY[self.collective]} 沿 {{{axes}}}，{self.chip}：约 {units.fmt_time(self.time_s)}，"
+            f"{names.display(self.collective)} 沿 {{{axes}}}，{self.chip}：约 {units.fmt_time(self.time_s)}，"
             f"{regime}（{self.regime}）\n公式（formula）：{self.formula}"
         )
-
-
-def _canonical(collective: str) -> str:
-    key = re.sub(r"[\s_\-]+", "", str(collective).lower())
-    if key not in _ALIASES:
-        raise ValueError(
-            f"未知的集合通信（collective）{collective!r}：可选 {', '.join(COLLECTIVES)}（或 AllGather 等写法）"
-        )
-    return _ALIASES[key]
 
 
 def _resolve_axes(axes, mesh: Mapping[str, int] | None) -> list[tuple[str, int]]:
@@ -557,7 +538,7 @@ NCCL_NET_OVERHEAD = 1e-6  # s，跨节点时每步至少这么久（tuning.cc ge
 def _nccl_steps(collective: str, n: int, gpus_per_node: int) -> tuple[int, int]:
     """NCCL 环的步数与其中跨节点的步数：AllReduce 2(N-1)、2(M-1)；其余 N-1、M-1"""
     m = max(1, n // gpus_per_node)
-    factor = 2 if _canonical(collective) == "all_reduce" else 1
+    factor = 2 if names.canonical(collective) == "all_reduce" else 1
     return factor * (n - 1), factor * (m - 1)
 
 
@@ -608,7 +589,7 @@ def nccl_ring_time(collective: str, v_bytes: float, n: int, chip: str | hardware
     chip = hardware.get_chip(chip)
     if not isinstance(chip, hardware.GpuChip):
         raise ValueError(f"nccl_ring_time 只用于 GPU，收到 {chip.name}")
-    coll, v, n = _canonical(collective), _bytes(v_bytes), _size(n)
+    coll, v, n = names.canonical(collective), _bytes(v_bytes), _size(n)
     if coll == "all_to_all":
         raise ValueError("NCCL 的 AllToAll 不走环形算法（是逐对的 send/recv），没有这个模型")
     if n > chip.gpus_per_node:
@@ -657,7 +638,7 @@ def estimate(
     hop_latency 给出时替换每步 NVLink 的开销。
     模拟 CPU：名义值，每个轴都按有 wraparound 的环计算。
     """
-    coll, v, chip = _canonical(collective), _bytes(nbytes), hardware.get_chip(chip)
+    coll, v, chip = names.canonical(collective), _bytes(nbytes), hardware.get_chip(chip)
     pairs = _resolve_axes(axes, mesh)
     sizes = [size for _, size in pairs]
     common = dict(collective=coll, chip=chip.name, nbytes=v, axes=tuple(pairs))

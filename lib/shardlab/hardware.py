@@ -356,33 +356,3 @@ def has_wraparound(chip: str | Chip, axis_size: int, slice_shape: Sequence[int])
     if chip.wrap_rule == "cube":
         return all(d % CUBE_EDGE == 0 for d in shape)
     return axis_size in chip.pod_shape
-
-
-def chips() -> list[dict[str, Any]]:
-    """每种芯片一行（普通 dict，键都相同，不适用处为 None），供书页渲染表格"""
-    rows = []
-    for chip in ALL_CHIPS:
-        is_gpu = isinstance(chip, GpuChip)
-        rows.append(
-            {
-                "name": chip.name,
-                "key": chip.key,
-                "kind": chip.kind,
-                "emulated": chip.emulated,
-                "hbm_bytes": chip.hbm_bytes,
-                "hbm_bw": chip.hbm_bw,
-                "flops_bf16": chip.flops_bf16,
-                "ops_int8": chip.ops_int8,
-                "ici_oneway_bw": None if is_gpu else chip.ici_oneway_bw,
-                "ici_bidir_bw": None if is_gpu else chip.ici_bidir_bw,
-                "nvlink_bw_per_direction": chip.nvlink_bw_per_direction if is_gpu else None,
-                "topology": chip.topology,
-                "pod_shape": getattr(chip, "pod_shape", None),
-                "dcn_bw_per_chip": getattr(chip, "dcn_bw_per_chip", None),
-                "pcie_bw": getattr(chip, "pcie_bw", None),
-                "gpus_per_node": chip.gpus_per_node if is_gpu else None,
-                "node_scaleout_bw": chip.node_scaleout_bw if is_gpu else None,
-                "note": chip.note,
-            }
-        )
-    return rows

@@ -45,25 +45,22 @@ W1、W2 在 'X' 上复制。于是反向多出 DP 的梯度同步：dW1、dW2 �
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from shardlab import runtime
-from shardlab.collectives import axis_groups, compiled_hlo_text, find_collectives
+from shardlab.collectives import axis_groups, hlo_collectives_by_axis
 
 __all__ = [
     "VARIANTS",
     "build",
     "build_grad",
     "collectives_per_layer",
-    "hlo_collectives_by_axis",
     "layout",
     "loss",
     "mlp_collective_counts",
@@ -134,9 +131,7 @@ def build(variant: str, mesh, axis: str = "X"):
 def _build(variant: str, mesh, axis: str):
     x_spec, w1_spec, w2_spec, y_spec = layout(variant, mesh, axis)
     block_fn = functools.partial(_BLOCKS[variant], axis=axis)
-    mapped = runtime.shard_map(block_fn, mesh=mesh, in_specs=(x_spec, w1_spec, w2_spec), out_specs=y_spec)
-    in_shardings = tuple(NamedSharding(mesh, spec) for spec in (x_spec, w1_spec, w2_spec))
-    return jax.jit(mapped, in_shardings=in_shardings, out_shardings=NamedSharding(mesh, y_spec))
+    return runtime.jit_shard_map(block_fn, mesh, (x_spec, w1_spec, w2_spec), y_spec)
 
 
 def loss(fn):
@@ -175,49 +170,6 @@ def mlp_tp(x, w1, w2, mesh, axis: str = "X"):
 def mlp_tp_sp(x, w1, w2, mesh, axis: str = "X"):
     """Megatron TP + 序列并行的 MLP（x 的词元维沿 TP 轴切分）；结果等于 `mlp_reference`"""
     return build("tp_sp", mesh, axis)(*_put_all("tp_sp", mesh, axis, x, w1, w2))
-
-
-# ---- HLO 里的集合通信：按通信轴分类 ----
-
-_REPLICA_GROUPS = re.compile(r"replica_groups=(\{\{[\d,{}]*\}\}|\[[\d,]+\]<=\[[\d,]+\](?:T\([\d,]+\))?)")
-
-
-def _parse_groups(text: str) -> list[list[int]]:
-    """HLO 的 replica_groups 两种写法：显式 ``{{0,1},{2,3}}`` 与 iota 写法 ``[2,4]<=[8]`` / ``[4,2]<=[2,4]T(1,0)``"""
-    if text.startswith("{{"):
-        return [[int(v) for v in group.split(",") if v] for group in re.findall(r"\{([\d,]*)\}", text[1:-1])]
-    dims, rest = text[1:].split("]<=[", 1)
-    shape = [int(v) for v in dims.split(",")]
-    reshape, _, perm = rest.partition("]")
-    ids = np.arange(int(np.prod([int(v) for v in reshape.split(",")]))).reshape([int(v) for v in reshape.split(",")])
-    if perm:
-        ids = ids.transpose([int(v) for v in perm[2:-1].split(",")])
-    return ids.reshape(shape).tolist()
-
-
-def _axis_of(groups: list[list[int]], mesh) -> str:
-    """一条集合通信的 replica_groups 对应哪个网格轴（或几个轴）"""
-    wanted = sorted(sorted(g) for g in groups)
-    for name in mesh.axis_names:
-        if sorted(sorted(g) for g in axis_groups(mesh, name)) == wanted:
-            return name
-    return "+".join(mesh.axis_names) if wanted == [list(range(mesh.size))] else "?"
-
-
-def hlo_collectives_by_axis(fn, *args, mesh) -> Counter:
-    """编译后 HLO 里的集合通信，按 (种类, 网格轴) 计数，例如 ``Counter({('all-reduce', 'Y'): 1})``
-
-    CPU 上的设备编号就是网格位置（`runtime.make_mesh` 按行优先取设备），据此把 replica_groups 映射回网格轴。
-    """
-    counts: Counter = Counter()
-    for line in compiled_hlo_text(fn, *args).splitlines():
-        ops = find_collectives(line)
-        if not ops:
-            continue
-        match = _REPLICA_GROUPS.search(line)
-        where = _axis_of(_parse_groups(match.group(1)), mesh) if match else "?"
-        counts[(ops[0], where)] += 1
-    return counts
 
 
 def mlp_collective_counts(variant: str, mesh, axis: str, x, w1, w2) -> dict[str, Counter]:

@@ -15,7 +15,7 @@
 对每个能合法做本地 matmul 的状态，用 Dijkstra 找通信最省的前后两段路径，得到一个选项（MatmulOption）；
 选项按 T_comms 排序（其次每设备 FLOPs），最便宜的就是 chosen。
 
-时间都来自 `shardlab.cost.estimate`（V 的约定见 REFERENCE §1：AllGather 取收集后的大小，
+时间都来自 `shardlab.cost.estimate`（V 的约定见前言的“约定”一节：AllGather 取收集后的大小，
 AllReduce / ReduceScatter 取每设备未规约缓冲区的大小，AllToAll 取参与设备上的整个数组）。
 T_math = 每设备 FLOPs / 芯片算力（int8 用 ops_int8，其余按 bf16 的 flops_bf16）。
 本模块不导入 JAX。
@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from shardlab import cost, hardware
+from shardlab import cost, hardware, names
 from shardlab.sharding import (
     ShardedSpec,
     ShardingError,
@@ -44,17 +44,17 @@ from shardlab.units import fmt_bytes, fmt_num, fmt_time
 
 __all__ = ["HLO_NAMES", "CollectiveStep", "MatmulOption", "MatmulPlan", "plan_matmul"]
 
-COLLECTIVE_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
-DISPLAY = dict(zip(COLLECTIVE_KINDS, ("AllGather", "ReduceScatter", "AllReduce", "AllToAll")))
+COLLECTIVE_KINDS = names.COLLECTIVES
+DISPLAY = {kind: names.display(kind) for kind in COLLECTIVE_KINDS}
 # 编译后 HLO 里的指令名（`shardlab.collectives.hlo_collectives` 的输出）
-HLO_NAMES = dict(zip(COLLECTIVE_KINDS, ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")))
+HLO_NAMES = {kind: names.hlo(kind) for kind in COLLECTIVE_KINDS}
 
 
 @dataclass(frozen=True)
 class CollectiveStep:
     """一次集合通信：kind 沿 axes，作用在 operand（'A'、'B' 或输出 'C'）上
 
-    nbytes 是 V（REFERENCE §1 的约定），time_s 来自 cost.estimate；before / after 是前后的分片记号。
+    nbytes 是 V（前言“约定”一节的定义），time_s 来自 cost.estimate；before / after 是前后的分片记号。
     """
 
     kind: str

@@ -7,7 +7,7 @@
    也可以是 NumPy 数组（规约时真的相加，结果与 `shardlab.reference` 逐个相等）；
    计数模式（`count`）只用块的字节数，不搬数据，N = 1024 也在一秒内完成。
 
-V 的约定（与 REFERENCE §1 一致）：
+V 的约定（全书统一，见前言的“约定”一节）：
 
 - AllGather：V = 收集后完整数组的字节数，每个设备开始时有 V/N；
 - ReduceScatter / AllReduce：V = 每个设备本地（未规约）缓冲区的字节数；
@@ -23,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from tabulate import tabulate
 
-from shardlab import reference
+from shardlab import names, reference
 from shardlab.torus import (
     Ring,
     Schedule,
@@ -49,7 +50,7 @@ __all__ = [
     "format_step_table",
 ]
 
-COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
+COLLECTIVES = names.COLLECTIVES
 
 
 @dataclass
@@ -122,14 +123,9 @@ class SimResult:
 
 
 def format_step_table(result: SimResult) -> str:
-    """把步骤表排成纯文本，每步一行、各列对齐：``step 1: D0=[A,D]  D1=[B,A] …``"""
-    rows = result.step_table()
-    widths = [max(len(row[d]) for row in rows) for d in range(len(rows[0]))]
-    lines = []
-    for s, row in enumerate(rows):
-        cells = "  ".join(cell.ljust(w) for cell, w in zip(row, widths))
-        lines.append(f"step {s:>{len(str(len(rows) - 1))}}: {cells}".rstrip())
-    return "\n".join(lines)
+    """把步骤表排成纯文本（tabulate 的 plain 格式），每步一行、各列对齐：``step 1:  D0=[A,D]  D1=[B,A] …``"""
+    rows = [[f"step {s}:", *row] for s, row in enumerate(result.step_table())]
+    return tabulate(rows, tablefmt="plain", disable_numparse=True)
 
 
 # ---- 数据准备 ----
@@ -380,14 +376,6 @@ def all_to_all(topology: Torus, data=None, *, split_axis: int = 0, concat_axis: 
     return SimResult("all_to_all", topology, _link_bytes(topology, sched), final, snaps)
 
 
-def _canonical(collective: str) -> str:
-    key = collective.lower().replace("_", "").replace("-", "")
-    table = {c.replace("_", ""): c for c in COLLECTIVES}
-    if key not in table:
-        raise ValueError(f"未知的集合通信 {collective!r}：可选 {', '.join(COLLECTIVES)}")
-    return table[key]
-
-
 def simulate(collective: str, topology: Torus, data=None, **kwargs) -> SimResult:
     """按名字调用：``simulate('all_gather', Ring(4), ['A', 'B', 'C', 'D'])``"""
     func = {
@@ -396,7 +384,7 @@ def simulate(collective: str, topology: Torus, data=None, **kwargs) -> SimResult
         "all_reduce": all_reduce,
         "all_to_all": all_to_all,
     }
-    return func[_canonical(collective)](topology, data, **kwargs)
+    return func[names.canonical(collective)](topology, data, **kwargs)
 
 
 def count(collective: str, topology: Torus, v_bytes: float, *, concurrent: bool = True) -> SimResult:
@@ -405,7 +393,7 @@ def count(collective: str, topology: Torus, v_bytes: float, *, concurrent: bool 
     V 的含义见模块说明（AllGather：收集后的总大小；ReduceScatter / AllReduce：每设备的本地缓冲区；
     AllToAll：所有设备的总大小）。
     """
-    name = _canonical(collective)
+    name = names.canonical(collective)
     if not v_bytes >= 0:
         raise ValueError(f"v_bytes 必须是非负数，收到 {v_bytes!r}")
     n = topology.n

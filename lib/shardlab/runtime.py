@@ -21,10 +21,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import jax
+import numpy as np
+from jax.sharding import AxisType, NamedSharding, PartitionSpec
+
+from shardlab import sharding, xla_flags
+
 PROFILES = ("cpu", "tpu", "gpu", "auto")
 DEFAULT_PROFILE = "cpu"
 DEFAULT_N_DEVICES = 8
-_XLA_DEVICE_FLAG = "--xla_force_host_platform_device_count"
 
 
 class RuntimeSetupError(RuntimeError):
@@ -87,9 +92,7 @@ def _requested_profile(profile: str | None) -> str:
 
 def _ensure_xla_flag(n_devices: int) -> None:
     """在 XLA_FLAGS 里请求 n 个 host（CPU）设备；已有该标志时不覆盖"""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if _XLA_DEVICE_FLAG not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} {_XLA_DEVICE_FLAG}={n_devices}".strip()
+    os.environ["XLA_FLAGS"] = xla_flags.with_device_count(os.environ.get("XLA_FLAGS", ""), n_devices, replace=False)
 
 
 def _too_few_devices_error(found: int, wanted: int) -> RuntimeSetupError:
@@ -113,8 +116,6 @@ def setup(profile: str | None = None, n_devices: int = DEFAULT_N_DEVICES) -> Run
         raise ValueError(f"n_devices 必须是正整数，收到 {n_devices!r}")
     wanted = _requested_profile(profile)
     _ensure_xla_flag(n_devices)
-
-    import jax
 
     try:
         jax.config.update("jax_num_cpu_devices", n_devices)
@@ -182,7 +183,6 @@ def init_distributed(
     必须在任何 JAX 运算之前调用；结束时调用 ``shutdown_distributed()``。
     """
     _ensure_xla_flag(local_devices)
-    import jax
 
     jax.config.update("jax_num_cpu_devices", local_devices)
     kwargs: dict[str, Any] = {"initialization_timeout": int(timeout_s)}
@@ -194,7 +194,6 @@ def init_distributed(
 
 def shutdown_distributed() -> None:
     """结束多进程运行（与 init_distributed 配对）"""
-    import jax
 
     jax.distributed.shutdown()
 
@@ -207,9 +206,6 @@ def make_mesh(shape: Sequence[int], names: Sequence[str], *, devices=None, expli
 
     devices 省略时用 JAX 默认设备（cpu 档位下即 CPU 设备）。
     """
-    import jax
-    import numpy as np
-    from jax.sharding import AxisType
 
     shape, names = tuple(int(s) for s in shape), tuple(names)
     if len(shape) != len(names):
@@ -226,7 +222,6 @@ def make_mesh(shape: Sequence[int], names: Sequence[str], *, devices=None, expli
 
 def shard_map(f, *, mesh, in_specs, out_specs, check_vma: bool = True):
     """`jax.shard_map`（jax ≥ 0.7）；更老的 jax 退回 jax.experimental.shard_map"""
-    import jax
 
     if hasattr(jax, "shard_map"):
         return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=check_vma)
@@ -235,9 +230,29 @@ def shard_map(f, *, mesh, in_specs, out_specs, check_vma: bool = True):
     return legacy(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=check_vma)  # pragma: no cover
 
 
+def jit_shard_map(block_fn, mesh, in_specs, out_specs):
+    """``jit(shard_map(block_fn))``，输入输出的分片与 in_specs / out_specs 一致：全局数组进、全局数组出
+
+    in_specs 可以是一个 PartitionSpec（单个输入）或它们的元组；collectives、collective_matmul、megatron 共用。
+    """
+
+    mapped = shard_map(block_fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+    # 老版本 jax 的 PartitionSpec 是 tuple 的子类，所以先判断它
+    single = isinstance(in_specs, PartitionSpec)
+    in_shardings = NamedSharding(mesh, in_specs) if single else tuple(NamedSharding(mesh, s) for s in in_specs)
+    return jax.jit(mapped, in_shardings=in_shardings, out_shardings=NamedSharding(mesh, out_specs))
+
+
+def to_partition_spec(spec):
+    """分片记号 → jax 的 PartitionSpec：``to_partition_spec('A[I_X, J]')`` → ``P('X', None)``
+
+    记号的解析在 `shardlab.sharding`（纯 Python）；带 {U_...} 的记号抛出 ShardingError。
+    """
+
+    return PartitionSpec(*sharding.partition_entries(spec))
+
+
 def put(x, mesh, spec):
     """把数组按 PartitionSpec 放到网格上：``put(x, mesh, P('X', None))``"""
-    import jax
-    from jax.sharding import NamedSharding
 
     return jax.device_put(x, NamedSharding(mesh, spec))

@@ -23,6 +23,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from shardlab.units import BYTES_PER_ELEMENT, bytes_of
 
 __all__ = [
@@ -37,7 +39,7 @@ __all__ = [
     "parse",
     "replication_factor",
     "shape_of",
-    "to_partition_spec",
+    "partition_entries",
     "total_bytes",
     "validate",
 ]
@@ -242,19 +244,18 @@ def as_spec(spec: ShardedSpec | str) -> ShardedSpec:
 # ---- 与 PartitionSpec 互转 ----
 
 
-def to_partition_spec(spec: ShardedSpec | str):
-    """``A[I_X, J]`` → ``P('X', None)``；``A[I_XY, J]`` → ``P(('X', 'Y'), None)``
+def partition_entries(spec: ShardedSpec | str) -> tuple:
+    """``A[I_X, J]`` → ``('X', None)``；``A[I_XY, J]`` → ``(('X', 'Y'), None)``：PartitionSpec 的各项
 
+    `shardlab.runtime.to_partition_spec` 用它构造 jax 的 PartitionSpec（本模块不导入 JAX）。
     PartitionSpec 没有未规约（unreduced）的写法：带 {U_...} 的记号抛出 ShardingError。
     """
-    from jax.sharding import PartitionSpec
-
     spec = parse(spec)
     if spec.unreduced:
         raise ShardingError(
             f"{spec}：PartitionSpec 不能表示未规约（unreduced）的部分和；先 AllReduce 或 ReduceScatter 再转换"
         )
-    return PartitionSpec(*(None if not axes else axes[0] if len(axes) == 1 else axes for _, axes in spec.dims))
+    return tuple(None if not axes else axes[0] if len(axes) == 1 else axes for _, axes in spec.dims)
 
 
 def from_partition_spec(pspec, dim_names: Sequence[str] | None = None, name: str = "A") -> ShardedSpec:
@@ -381,8 +382,6 @@ def _dtype_name(dtype) -> str:
     if isinstance(dtype, str) and dtype in BYTES_PER_ELEMENT:
         return dtype
     try:
-        import numpy as np
-
         size = np.dtype(dtype).itemsize
     except TypeError:
         raise ShardingError(f"未知的数据类型（dtype）{dtype!r}：可选 {', '.join(BYTES_PER_ELEMENT)}") from None
