@@ -15,7 +15,7 @@ export XLA_FLAGS ?= --xla_force_host_platform_device_count=8
 export JUPYTER_PATH := $(CURDIR)/$(VENV)/share/jupyter
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help venv book test test-fast test-site mathjax bench sync check-sync coverage lint test-compat clean grade
+.PHONY: help venv book test test-fast test-site mathjax bench sync check-sync coverage lint test-compat clean grade assign
 
 help:
 	@echo "make book         建环境（首次）并从头构建网站，执行全部笔记本"
@@ -25,7 +25,8 @@ help:
 	@echo "make exercises    由 solutions/ 重新生成 exercises/ 的练习笔记本"
 	@echo "make answer-key   运行解答笔记本，写出 build/answer_key.json"
 	@echo "make grade        评分：make grade SUBMISSIONS=<目录或通配符> OUT=<目录>（见 README「评分（教师用）」）"
-	@echo "make bench        计时集合通信（CPU 档位默认 1 kB–16 MB；COURSE_PROFILE=tpu|gpu 在真实硬件上测）"
+	@echo "make assign       个人版练习：make assign ROSTER=<花名册.csv> SECRET=<密钥文件> OUT=<目录>（见 README）"
+	@echo "make bench        计时集合通信（CPU 档位默认 1 KiB–16 MiB；COURSE_PROFILE=tpu|gpu 在真实硬件上测）"
 	@echo "make coverage     单元测试 + shardlab 行覆盖率"
 	@echo "make test-compat  用 jax 0.7.2（Colab 的版本）跑运行时测试和一个演示"
 	@echo "make lint         ruff 检查 + 导入契约（lint-imports，规则在 pyproject.toml）"
@@ -71,12 +72,17 @@ exercises: $(STAMP)
 	$(BIN)/python tools/make_exercises.py
 
 answer-key: $(STAMP)
-	$(BIN)/python tools/answer_key.py
+	$(BIN)/python -m shardlab.grade.key --course . --out build/answer_key.json
 
 # 教师用评分：make grade SUBMISSIONS=<目录或通配符> OUT=<目录> [JOBS=2] [CHAPTER=5] [FORCE=1]
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "用法：make grade SUBMISSIONS=<目录或通配符> OUT=<目录>"; exit 2; }
-	$(BIN)/shardlab-grade "$(SUBMISSIONS)" --out "$(OUT)" -j $(JOBS) $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(FORCE),--force)
+	$(BIN)/shardlab-grade "$(SUBMISSIONS)" --out "$(OUT)" --course . -j $(JOBS) $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(FORCE),--force)
+
+# 个人版练习：make assign ROSTER=<花名册.csv> SECRET=<密钥文件> OUT=<目录> [SOLUTIONS=1] [FORCE=1]
+assign: $(STAMP)
+	@test -n "$(ROSTER)" -a -n "$(SECRET)" -a -n "$(OUT)" || { echo "用法：make assign ROSTER=<花名册.csv> SECRET=<密钥文件> OUT=<目录> [SOLUTIONS=1] [FORCE=1]"; exit 2; }
+	$(BIN)/shardlab-assign "$(ROSTER)" --secret-file "$(SECRET)" --out "$(OUT)" $(if $(SOLUTIONS),--solutions) $(if $(FORCE),--force)
 
 # 集合通信基准：BENCH_ARGS 传给 python -m shardlab.bench（例如 BENCH_ARGS="--sizes 1k:1M --processes 2"）
 bench: $(STAMP)

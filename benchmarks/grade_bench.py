@@ -48,7 +48,18 @@ def run_shardlab(tmp: Path, n: int, jobs: int) -> dict:
         shutil.copy(FIXTURE, subs / f"s{k:03d}.ipynb")
     out = tmp / f"out-j{jobs}"
     key = reference_key(tmp / "key.json")
-    cmd = [sys.executable, "-m", "shardlab.grade", str(subs), "--out", str(out), "--key", str(key)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "shardlab.grade",
+        str(subs),
+        "--out",
+        str(out),
+        "--key",
+        str(key),
+        "--course",
+        str(ROOT),
+    ]
     start = time.monotonic()
     subprocess.run([*cmd, "-j", str(jobs), "--no-progress"], check=True, capture_output=True)
     wall = time.monotonic() - start

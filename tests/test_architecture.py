@@ -72,7 +72,6 @@ def test_each_contract_fails_on_a_planted_violation(tmp_path, contract, target, 
     shutil.copy(ROOT / "pyproject.toml", config)
     proc = _lint_imports(config, tmp_path / "lib")
     assert proc.returncode != 0, proc.stdout[-3000:]
-    assert "planted" in proc.stdout or target.replace("/", ".").removesuffix(".py") in proc.stdout
     broken = proc.stdout.split("Broken contracts", 1)[-1]
     names = _contract_names()
     assert names[contract] in broken, proc.stdout[-3000:]
@@ -132,7 +131,9 @@ def test_library_never_reaches_into_the_repository():
     assert bad == [], "\n".join(bad)
 
 
-_ALIAS = re.compile(r"^\s*(?:from\s+shardlab(?:\.[\w.]+)?\s+import\s+[\w, ]*\bas\b|import\s+shardlab[\w.]*\s+as\b)", re.M)
+_ALIAS = re.compile(
+    r"^\s*(?:from\s+shardlab(?:\.[\w.]+)?\s+import\s+[\w, ]*\bas\b|import\s+shardlab[\w.]*\s+as\b)", re.M
+)
 
 
 def _python_sources_outside_lib():

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import json
 import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import matplotlib
@@ -15,8 +18,8 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from shardlab import bench, bench_cli, cost, hardware, runtime  # noqa: E402
-from shardlab import bench_multiprocess as mp  # noqa: E402
+from shardlab import bench, cost, hardware, names, runtime  # noqa: E402
+from shardlab.bench import cli, measure, model, multiprocess, result  # noqa: E402
 
 RT = runtime.setup("cpu")  # conftest 已调用；重复调用是幂等的
 KiB, MiB, GiB = 2**10, 2**20, 2**30
@@ -40,47 +43,48 @@ KiB, MiB, GiB = 2**10, 2**20, 2**30
     ],
 )
 def test_parse_size(text, want):
-    assert bench.parse_size(text) == want
+    assert model.parse_size(text) == want
 
 
 @pytest.mark.parametrize("bad", ["", "abc", "-1k", "0", "1.1", "12x", "k"])
 def test_parse_size_rejects_garbage_in_chinese(bad):
-    with pytest.raises(bench.BenchError, match="大小"):
-        bench.parse_size(bad)
+    with pytest.raises(model.BenchError, match="大小"):
+        model.parse_size(bad)
 
 
 def test_parse_sizes_ranges_and_lists():
-    assert bench.parse_sizes("1k:16k") == [1024, 2048, 4096, 8192, 16384]
-    assert bench.parse_sizes("1k:16M:4") == [KiB * 4**i for i in range(8)]
-    assert bench.parse_sizes("1k, 64k,1M") == [KiB, 64 * KiB, MiB]
-    assert bench.parse_sizes([4096, "1M"]) == [4096, MiB]
+    assert model.parse_sizes("1k:16k") == [1024, 2048, 4096, 8192, 16384]
+    assert model.parse_sizes("1k:16M:4") == [KiB * 4**i for i in range(8)]
+    assert model.parse_sizes("1k, 64k,1M") == [KiB, 64 * KiB, MiB]
+    assert model.parse_sizes([4096, "1M"]) == [4096, MiB]
     for bad in ("1k:2k:1", "16M:1k", "1k:2k:x", "1:2:3:4", ","):
-        with pytest.raises(bench.BenchError):
-            bench.parse_sizes(bad)
+        with pytest.raises(model.BenchError):
+            model.parse_sizes(bad)
 
 
 def test_default_sizes_scale_with_profile():
-    cpu, acc = bench.default_sizes("cpu"), bench.default_sizes("tpu")
+    cpu, acc = model.default_sizes("cpu"), model.default_sizes("tpu")
     assert (cpu[0], cpu[-1], acc[-1]) == (KiB, 16 * MiB, GiB)
-    assert bench.default_sizes(RT) == cpu  # Runtime 对象：模拟网格按 cpu 取
-    assert bench.default_sizes(SimpleNamespace(emulated_mesh=False)) == acc
-    assert bench.demo_matmul_shape("cpu") == (1024,) * 3 and bench.demo_matmul_shape("gpu") == (8192,) * 3
+    assert model.default_sizes(RT) == cpu  # Runtime 对象：模拟网格按 cpu 取
+    assert model.default_sizes(SimpleNamespace(emulated_mesh=False)) == acc
+    assert measure.demo_matmul_shape("cpu") == (1024,) * 3 and measure.demo_matmul_shape("gpu") == (8192,) * 3
 
 
 def test_round_size_divides_for_every_collective():
-    assert bench.round_size(1000, 8, 4) == 1024  # 8²·4 = 256 的倍数
-    assert bench.round_size(1, 8, 4) == 256
-    assert bench.round_size(KiB, 8, 4) == KiB
+    assert model.round_size(1000, 8, 4) == 1024  # 8²·4 = 256 的倍数
+    assert model.round_size(1, 8, 4) == 256
+    assert model.round_size(KiB, 8, 4) == KiB
     assert bench.fmt_size(16 * MiB) == "16 MiB" and bench.fmt_size(1000) == "1 kB"
 
 
 def test_canonical_names():
-    assert bench.canonical("AllGather") == "all_gather"
-    assert bench.canonical("psum") == "all_reduce"
-    assert bench.canonical("all-to-all") == "all_to_all"
-    assert bench.canonical("sendrecv") == "ppermute"
-    with pytest.raises(bench.BenchError, match="未知的集合通信.*all_gather"):
-        bench.canonical("broadcast")
+    assert model.canonical("AllGather") == "all_gather"
+    assert model.canonical("psum") == "all_reduce"
+    assert model.canonical("all-to-all") == "all_to_all"
+    assert model.canonical("sendrecv") == "ppermute"
+    assert model.canonical("collective-permute") == "ppermute"
+    with pytest.raises(names.UnknownCollectiveError, match="未知的集合通信.*AllGather.*ppermute"):
+        model.canonical("broadcast")
 
 
 # ---- nccl-tests 的 algbw / busbw ----
@@ -88,19 +92,19 @@ def test_canonical_names():
 
 def test_bus_factors_are_nccl_tests_values():
     n = 8
-    assert bench.bus_factor("all_reduce", n) == 2 * 7 / 8 == 1.75
-    assert bench.bus_factor("all_gather", n) == bench.bus_factor("reduce_scatter", n) == 7 / 8
-    assert bench.bus_factor("all_to_all", n) == 7 / 8
-    assert bench.bus_factor("ppermute", n) == 1.0
-    assert bench.bus_factor("all_reduce", 2) == 1.0
+    assert model.bus_factor("all_reduce", n) == 2 * 7 / 8 == 1.75
+    assert model.bus_factor("all_gather", n) == model.bus_factor("reduce_scatter", n) == 7 / 8
+    assert model.bus_factor("all_to_all", n) == 7 / 8
+    assert model.bus_factor("ppermute", n) == 1.0
+    assert model.bus_factor("all_reduce", 2) == 1.0
 
 
 def test_nccl_size_and_bandwidths():
-    assert bench.nccl_size("all_gather", 8 * MiB, 8) == 8 * MiB  # S = V（收集后的整个数组）
-    assert bench.nccl_size("all_to_all", 8 * MiB, 8) == MiB  # S = V/n（每个 rank 的发送缓冲区）
-    algbw, busbw = bench.bandwidths("all_reduce", 1e6, 8, 1e-3)
+    assert model.nccl_size("all_gather", 8 * MiB, 8) == 8 * MiB  # S = V（收集后的整个数组）
+    assert model.nccl_size("all_to_all", 8 * MiB, 8) == MiB  # S = V/n（每个 rank 的发送缓冲区）
+    algbw, busbw = model.bandwidths("all_reduce", 1e6, 8, 1e-3)
     assert algbw == pytest.approx(1e9) and busbw == pytest.approx(1.75e9)
-    algbw, busbw = bench.bandwidths("all_to_all", 8e6, 8, 1e-3)
+    algbw, busbw = model.bandwidths("all_to_all", 8e6, 8, 1e-3)
     assert algbw == pytest.approx(1e9) and busbw == pytest.approx(0.875e9)
 
 
@@ -108,50 +112,50 @@ def test_nccl_size_and_bandwidths():
 
 
 def test_predict_matches_cost_model_on_cpu_nominal():
-    t, regime, t_bw = bench.predict("all_gather", 16 * MiB, 8, hardware.CPU)
+    t, regime, t_bw = model.predict("all_gather", 16 * MiB, 8, hardware.CPU)
     est = cost.estimate("all_gather", 16 * MiB, {"X": 8}, hardware.CPU)
     assert (t, regime, t_bw) == (est.time_s, est.regime, est.bandwidth_term_s)
     # 名义环：延迟项 ⌊N/2⌋·t_hop = 4 µs 与带宽项 V/W_bidir 相等的 V = N·W_oneway·t_hop = 80 kB
-    assert bench.crossover_bytes("all_gather", 8, hardware.CPU) == pytest.approx(8 * 1e10 * 1e-6)
+    assert model.crossover_bytes("all_gather", 8, hardware.CPU) == pytest.approx(8 * 1e10 * 1e-6)
 
 
 def test_predict_ppermute_one_hop():
-    assert bench.predict("ppermute", 1e3, 8, hardware.CPU) == (1e-6, "latency-bound", 1e-7)
-    t, regime, _ = bench.predict("ppermute", 1e6, 8, hardware.TPU_V5E)
+    assert model.predict("ppermute", 1e3, 8, hardware.CPU) == (1e-6, "latency-bound", 1e-7)
+    t, regime, _ = model.predict("ppermute", 1e6, 8, hardware.TPU_V5E)
     assert t == pytest.approx(1e6 / 4.5e10) and regime == "bandwidth-bound"
-    t, regime, _ = bench.predict("ppermute", 4.5e9, 8, hardware.H100)
+    t, regime, _ = model.predict("ppermute", 4.5e9, 8, hardware.H100)
     assert t == pytest.approx(10e-3) and regime == "bandwidth-bound"
-    assert bench.predict("ppermute", 5e9, 16, hardware.H100)[0] == pytest.approx(0.1)  # 跨节点：50 GB/s 的网卡
+    assert model.predict("ppermute", 5e9, 16, hardware.H100)[0] == pytest.approx(0.1)  # 跨节点：50 GB/s 的网卡
     # GPU：延迟项来自 NCCL 的模型（3.6 µs + 14 步 × 0.47 µs），带宽项的斜率 2(N-1)/(N·W_nvlink)
     lat = cost.gpu_ring_latency("all_reduce", 8, 8, hardware.H100)
-    assert bench.crossover_bytes("all_reduce", 8, hardware.H100) == pytest.approx(lat / (2 * 7 / 8 / 450e9))
+    assert model.crossover_bytes("all_reduce", 8, hardware.H100) == pytest.approx(lat / (2 * 7 / 8 / 450e9))
 
 
 def test_predict_tpu_uses_physical_slice():
     # v5e-8 是 2x4 切片：覆盖整个切片的 8 设备轴按两个物理轴（都没有 wraparound）计
-    t, _, _ = bench.predict("all_gather", 64 * MiB, 8, hardware.TPU_V5E, slice_shape=(2, 4))
+    t, _, _ = model.predict("all_gather", 64 * MiB, 8, hardware.TPU_V5E, slice_shape=(2, 4))
     est = cost.estimate("all_gather", 64 * MiB, {"a": 2, "b": 4}, "v5e", slice_shape=(2, 4))
     assert t == est.time_s
     # 8x16 切片上长 16 的轴有 wraparound
-    t16, _, _ = bench.predict("all_gather", 64 * MiB, 16, hardware.TPU_V5E, slice_shape=(8, 16))
+    t16, _, _ = model.predict("all_gather", 64 * MiB, 16, hardware.TPU_V5E, slice_shape=(8, 16))
     assert t16 == pytest.approx(64 * MiB / 9e10 * 15 / 16, rel=0.1)
-    with pytest.raises(bench.BenchError, match="slice_shape"):
-        bench.predict("all_gather", 1e6, 8, hardware.TPU_V5E)
+    with pytest.raises(model.BenchError, match="slice_shape"):
+        model.predict("all_gather", 1e6, 8, hardware.TPU_V5E)
 
 
 def test_tpu_slice_shape_from_coords():
     devs = [SimpleNamespace(coords=(x, y, 0)) for x in range(2) for y in range(4)]
-    assert bench.tpu_slice_shape(devs, 2) == (2, 4)
-    assert bench.tpu_slice_shape(devs, 3) == (2, 4, 1)
-    assert bench.tpu_slice_shape([SimpleNamespace()], 2) is None
+    assert model.tpu_slice_shape(devs, 2) == (2, 4)
+    assert model.tpu_slice_shape(devs, 3) == (2, 4, 1)
+    assert model.tpu_slice_shape([SimpleNamespace()], 2) is None
 
 
 def test_collective_chip_detects_hardware():
-    assert bench.collective_chip(RT) is hardware.CPU
+    assert model.collective_chip(RT) is hardware.CPU
     fake = SimpleNamespace(emulated_mesh=False, mesh_devices=(SimpleNamespace(device_kind="NVIDIA H200"),))
-    assert bench.collective_chip(fake) is hardware.H200
+    assert model.collective_chip(fake) is hardware.H200
     fake = SimpleNamespace(emulated_mesh=False, mesh_devices=(SimpleNamespace(device_kind="TPU v6 lite"),))
-    assert bench.collective_chip(fake) is hardware.TPU_V6E
+    assert model.collective_chip(fake) is hardware.TPU_V6E
 
 
 # ---- 计时 ----
@@ -170,15 +174,15 @@ def test_time_call_budget_and_arguments():
         return _Ready()
 
     assert len(bench.time_call(fn, repeats=5, warmup=2)) == 5 and len(calls) == 7
-    assert len(bench.time_call(fn, repeats=100, warmup=0, budget_s=0.0)) == bench.MIN_REPEATS
-    with pytest.raises(bench.BenchError, match="repeats"):
+    assert len(bench.time_call(fn, repeats=100, warmup=0, budget_s=0.0)) == model.MIN_REPEATS
+    with pytest.raises(model.BenchError, match="repeats"):
         bench.time_call(fn, repeats=0)
 
 
 def test_make_input_rejects_indivisible_sizes():
     mesh = RT.mesh((8,), ("X",))
-    with pytest.raises(bench.BenchError, match="整分"):
-        bench.make_input("all_to_all", 8 * 4 * 3, mesh, "X")
+    with pytest.raises(model.BenchError, match="整分"):
+        measure.make_input("all_to_all", 8 * 4 * 3, mesh, "X")
 
 
 @pytest.fixture(scope="module")
@@ -187,12 +191,12 @@ def tiny():
 
 
 def test_tiny_sweep_rows_are_sane(tiny):
-    assert [(r.collective, r.bytes) for r in tiny.rows] == [(c, v) for c in bench.COLLECTIVES for v in (KiB, 64 * KiB)]
+    assert [(r.collective, r.bytes) for r in tiny.rows] == [(c, v) for c in model.COLLECTIVES for v in (KiB, 64 * KiB)]
     for r in tiny.rows:
         assert r.n == 8 and r.repeats == 2 and r.dtype == "float32"
         assert 0 < r.min_s <= r.p10_s <= r.median_s <= r.p90_s <= r.max_s < 5
-        assert r.algbw == pytest.approx(bench.nccl_size(r.collective, r.bytes, 8) / r.median_s)
-        assert r.busbw == pytest.approx(r.algbw * bench.bus_factor(r.collective, 8))
+        assert r.algbw == pytest.approx(model.nccl_size(r.collective, r.bytes, 8) / r.median_s)
+        assert r.busbw == pytest.approx(r.algbw * model.bus_factor(r.collective, 8))
         assert r.predicted_s > 0 and r.ratio == pytest.approx(r.median_s / r.predicted_s)
         assert r.regime in ("latency-bound", "bandwidth-bound")
         assert not r.model_valid and r.chip == hardware.CPU.name
@@ -226,9 +230,9 @@ def test_plot_on_axes(tiny):
 
 
 def test_sweep_argument_errors():
-    with pytest.raises(bench.BenchError, match="没有轴"):
+    with pytest.raises(model.BenchError, match="没有轴"):
         bench.run_sweep(["psum"], [KiB], rt=RT, mesh=RT.mesh((8,), ("X",)), axis="Y", progress=False)
-    with pytest.raises(bench.BenchError, match="未知的集合通信"):
+    with pytest.raises(names.UnknownCollectiveError, match="未知的集合通信"):
         bench.run_sweep(["gather"], [KiB], rt=RT, progress=False)
 
 
@@ -242,7 +246,7 @@ def test_sweep_on_one_axis_of_a_2d_mesh():
 
 
 def test_time_matmul_on_cpu():
-    mm = bench.time_matmul(64, 32, 16, rt=RT, repeats=2, warmup=1)
+    mm = measure.time_matmul(64, 32, 16, rt=RT, repeats=2, warmup=1)
     assert (mm.m, mm.k, mm.n, mm.dtype, mm.device_kind) == (64, 32, 16, "float32", "cpu")
     assert mm.flops == 2 * 64 * 32 * 16 and mm.achieved_flops == pytest.approx(mm.flops / mm.median_s)
     assert mm.peak_is_nominal and mm.peak_flops == hardware.CPU.flops_bf16
@@ -254,22 +258,27 @@ def test_time_matmul_on_cpu():
 
 def test_worker_body_checks_psum_and_all_gather():
     mesh = RT.mesh((8,), ("X",))
-    rows, checks = mp.worker_body(mesh, [KiB], ["all_reduce", "all_gather", "ppermute"], repeats=2, warmup=0)
+    job = multiprocess.MultiProcessConfig(
+        collectives=("all_reduce", "all_gather", "ppermute"), sizes=[KiB], repeats=2, warmup=0
+    )
+    rows, checks = multiprocess.worker_body(mesh, job, hardware.CPU)
     assert checks == {
         f"all_reduce:{KiB}": "psum = 28 ✓",
         f"all_gather:{KiB}": "all_gather 0…n-1 ✓",
         f"ppermute:{KiB}": "",
     }
     assert [r.collective for r in rows] == ["all_reduce", "all_gather", "ppermute"]
-    wrong = bench.build_fn("ppermute", mesh, "X")(bench.make_input("all_reduce", KiB, mesh, "X"))
-    assert "✗" in mp.check_output("all_reduce", wrong, mesh) and "✗" in mp.check_output("all_gather", wrong, mesh)
+    wrong = measure.build_fn("ppermute", mesh, "X")(measure.make_input("all_reduce", KiB, mesh, "X"))
+    assert "✗" in multiprocess.check_output("all_reduce", wrong, mesh) and "✗" in multiprocess.check_output(
+        "all_gather", wrong, mesh
+    )
 
 
 def test_child_env_replaces_device_count():
-    env = mp.child_env(4, {"XLA_FLAGS": "--foo --xla_force_host_platform_device_count=8", "PATH": "/bin"})
+    env = multiprocess.child_env(4, {"XLA_FLAGS": "--foo --xla_force_host_platform_device_count=8", "PATH": "/bin"})
     assert env["XLA_FLAGS"] == "--foo --xla_force_host_platform_device_count=4"
     assert env["JAX_PLATFORMS"] == "cpu" and env["PATH"] == "/bin"
-    assert 0 < mp.free_port() < 65536
+    assert 0 < multiprocess.free_port() < 65536
 
 
 def _children() -> list[int]:
@@ -302,7 +311,7 @@ def _alive(pid: int) -> bool:
 
 def test_cli_multiprocess_two_ranks(tmp_path, capsys):
     before = set(_children())
-    rc = bench_cli.main(
+    rc = cli.main(
         [
             "--processes",
             "2",
@@ -334,18 +343,18 @@ def test_cli_multiprocess_two_ranks(tmp_path, capsys):
 
 def test_multiprocess_timeout_kills_children():
     before = set(_children())
-    with pytest.raises(mp.MultiProcessError, match="没有结束"):
-        mp.launch(2, "4k", ["psum"], timeout_s=0.3)
+    with pytest.raises(multiprocess.MultiProcessError, match="没有结束"):
+        multiprocess.launch(multiprocess.MultiProcessConfig(2, sizes="4k", collectives=["psum"], timeout_s=0.3))
     assert set(_children()) <= before
-    with pytest.raises(bench.BenchError, match="至少要 2 个进程"):
-        mp.launch(1)
+    with pytest.raises(model.BenchError, match="至少要 2 个进程"):
+        multiprocess.MultiProcessConfig(processes=1)
 
 
 # ---- 命令行 ----
 
 
 def test_cli_in_process_writes_outputs(tmp_path, capsys):
-    rc = bench_cli.main(
+    rc = cli.main(
         [
             "--sizes",
             "1k",
@@ -378,7 +387,7 @@ def test_cli_in_process_writes_outputs(tmp_path, capsys):
 )
 def test_cli_bad_arguments(argv, msg, capsys):
     with pytest.raises(SystemExit) as exc:
-        bench_cli.main(argv)
+        cli.main(argv)
     assert exc.value.code == 2 and msg in capsys.readouterr().err
 
 
@@ -408,3 +417,129 @@ def test_python_m_shardlab_bench(tmp_path):
     assert "AllGather" in proc.stdout and "busbw" in proc.stdout
     rows = bench.BenchResult.from_json(tmp_path / "out" / "bench.json").rows
     assert [r.bytes for r in rows] == [KiB, 4 * KiB] and all(math.isfinite(r.busbw) for r in rows)
+
+
+# ---- 包的结构：依赖单向、不在函数里 import、名字只解析一次 ----
+
+BENCH_DIR = Path(bench.__file__).parent
+# 包内的层次：每个模块只能导入排在它前面的模块（worker 与 __main__ 是入口，排在最后）
+LAYERS = ("model", "plot", "result", "measure", "multiprocess", "cli", "worker", "__main__", "__init__")
+
+
+def _bench_imports(py: Path) -> tuple[list[str], list[str]]:
+    """(模块顶层导入的 shardlab.bench 子模块, 函数体里的 import 语句)"""
+    tree = ast.parse(py.read_text(encoding="utf-8"))
+    inner = [
+        f"{py.name}:{node.lineno}"
+        for fn in ast.walk(tree)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(fn)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+    ]
+    subs = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "shardlab.bench":
+            subs += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("shardlab.bench."):
+            subs.append(node.module.split(".")[2])
+    return subs, inner
+
+
+def test_bench_modules_import_one_way_and_only_at_top():
+    found = sorted(p.stem for p in BENCH_DIR.glob("*.py"))
+    assert found == sorted(LAYERS)
+    for py in BENCH_DIR.glob("*.py"):
+        subs, inner = _bench_imports(py)
+        assert not inner, f"函数里的 import：{inner}"
+        rank = LAYERS.index(py.stem)
+        upward = [s for s in subs if s in LAYERS and LAYERS.index(s) >= rank]
+        assert not upward, f"{py.name} 导入了同层或上层的 {upward}"
+
+
+def test_collective_names_are_parsed_once_per_sweep(monkeypatch):
+    calls = []
+
+    def counting(name):
+        calls.append(name)
+        return model.canonical(name)
+
+    monkeypatch.setattr(measure, "canonical", counting)
+    bench.run_sweep(["psum", "AllGather"], [KiB, 4 * KiB], rt=RT, repeats=1, warmup=0, progress=False)
+    assert calls == ["psum", "AllGather"]  # 入口一次；行、输入、预测不再解析
+    with pytest.raises(model.BenchError, match="canonical"):
+        model.bus_factor("AllReduce", 8)  # 内部函数只收解析过的名字
+
+
+def test_time_matmul_uses_numpy_median(monkeypatch):
+    monkeypatch.setattr(measure, "time_call", lambda *a, **k: [1.0, 2.0, 3.0, 10.0])
+    assert measure.time_matmul(8, 8, 8, rt=RT).median_s == 2.5  # 不是 sorted(t)[n // 2] = 3
+
+
+def test_unpredictable_rows_say_why():
+    row = result.summarize("all_gather", MiB, 16, [1e-3, 2e-3], dtype="float32", chip=hardware.A100)
+    assert math.isnan(row.predicted_s) and math.isnan(row.ratio) and row.regime == ""
+    assert "无法预测" in row.note and "node_scaleout_bw" in row.note
+    text = bench.BenchResult([row]).table()
+    assert "node_scaleout_bw" in text and "unknown" not in text
+
+
+def test_rows_carry_their_crossover_so_the_plot_needs_no_chip_lookup():
+    row = result.summarize("all_gather", MiB, 8, [1e-3], dtype="float32", chip=hardware.TPU_V5E, slice_shape=(2, 4))
+    want = model.crossover_bytes("all_gather", 8, hardware.TPU_V5E, slice_shape=(2, 4))
+    assert want and row.crossover_bytes == pytest.approx(want) and row.chip == "TPU v5e"
+
+
+def test_from_csv_converts_by_real_field_types(tiny, tmp_path):
+    back = bench.BenchResult.from_csv(tiny.to_csv(tmp_path / "r.csv")).rows[0]
+    assert [type(getattr(back, f.name)) for f in dataclasses.fields(back)] == [
+        f.type for f in dataclasses.fields(result.BenchRow)
+    ]
+    bad = tmp_path / "bad.csv"
+    bad.write_text((tmp_path / "r.csv").read_text().replace("False", "no", 1))
+    with pytest.raises(model.BenchError, match="True 或 False"):
+        bench.BenchResult.from_csv(bad)
+
+
+def test_cli_prints_the_same_table_as_result_table(tiny, capsys):
+    nan_row = dataclasses.replace(tiny.rows[0], predicted_s=math.nan, ratio=math.nan, regime="")
+    res = bench.BenchResult([*tiny.rows[:2], nan_row], tiny.metadata)
+    cli._print_table(res)
+    printed = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
+    assert printed == res.table().splitlines()
+    assert "algbw" in res.table() and "nan" not in res.table()
+
+
+def test_worker_config_travels_once_as_json():
+    job = multiprocess.MultiProcessConfig(3, sizes="4k,64k", collectives=("psum",), repeats=2)
+    assert job.collectives == ("all_reduce",) and job.sizes == (4 * KiB, 64 * KiB)
+    cfg = multiprocess.WorkerConfig(job, rank=1, coordinator="127.0.0.1:1234", result="/tmp/r.json")
+    cmd = multiprocess.worker_command(cfg)
+    assert cmd[1:3] == ["-m", "shardlab.bench.worker"] and len(cmd) == 4
+    assert multiprocess.WorkerConfig.from_json(cmd[3]) == cfg
+    # 多机：只写要改的键，其余取 MultiProcessConfig 的默认值
+    partial = multiprocess.WorkerConfig.from_json('{"profile": "tpu", "job": {"repeats": 9}}')
+    assert partial.profile == "tpu" and partial.job == multiprocess.MultiProcessConfig(repeats=9)
+    for bad in ('{"rnak": 1}', "[1]", '{"job": {"sizes": "12x"}}', "not json"):
+        with pytest.raises(model.BenchError):
+            multiprocess.WorkerConfig.from_json(bad)
+
+
+def test_multiprocess_defaults_live_in_one_place():
+    p = cli.parser()
+    assert p.get_default("devices_per_process") is None and p.get_default("timeout") is None
+    help_text = p.format_help()
+    default = multiprocess.MultiProcessConfig()
+    assert f"默认 {default.devices_per_process}" in help_text and f"默认 {default.timeout_s:g}" in help_text
+    assert multiprocess.run_multiprocess.__kwdefaults__ == {"compare_in_process": True, "rt": None}
+
+
+def test_size_texts_say_kib_like_the_sizes():
+    root = BENCH_DIR.parents[2]
+    cpu, acc = model.default_sizes("cpu"), model.default_sizes("tpu")
+    cpu_range = f"{model.fmt_size(cpu[0])}–{model.fmt_size(cpu[-1])}"
+    assert cpu_range == "1 KiB–16 MiB"
+    assert cpu_range in (root / "Makefile").read_text(encoding="utf-8")
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert cpu_range in readme and f"到 {model.fmt_size(acc[-1])}" in readme
+    help_text = " ".join(cli.parser().format_help().split())
+    assert cpu_range in help_text.replace(" –", "–") and "KiB/MiB/GiB" in help_text

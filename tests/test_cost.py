@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardlab import cost
-from shardlab import hardware as hw
+from shardlab import cost, hardware
 
 V5E_ONEWAY, V5E_BIDIR = 4.5e10, 9e10
 US = 1e-6
@@ -71,7 +70,7 @@ def test_v4p_allgather_problem():
 
 def test_7b_gradient_allreduce_on_8_h100():
     grad = 7e9 * 2  # bf16 梯度
-    exact = cost.gpu_allreduce_in_node(grad, 8, hw.H100.nvlink_bw_per_direction)
+    exact = cost.gpu_allreduce_in_node(grad, 8, hardware.H100.nvlink_bw_per_direction)
     assert exact == pytest.approx(2 * grad * 7 / 8 / 450e9) == pytest.approx(54.4e-3, rel=1e-3)  # 含 (N-1)/N
     book = cost.t_comms(2 * grad, 450e9)  # 62 ms 是去掉 (N-1)/N 的大 N 极限：2 × 14 GB / 450 GB/s
     assert book == pytest.approx(62.2e-3, rel=1e-3)
@@ -364,7 +363,7 @@ def test_estimate_validation(kwargs, message):
 
 
 def test_estimate_unknown_chip():
-    with pytest.raises(hw.UnknownChipError, match="known chips"):
+    with pytest.raises(hardware.UnknownChipError, match="known chips"):
         cost.estimate("all_gather", 1e6, {"X": 4}, "tpu v9")
 
 
@@ -439,8 +438,8 @@ def test_estimate_gpu_paths():
 def test_gpu_small_messages_are_latency_bound():
     decode = cost.estimate("all_reduce", 8192 * 2, {"tp": 8}, "h100")  # 一个 token 的激活
     assert decode.regime == "latency-bound"
-    assert decode.hop_latency_s == pytest.approx(cost.gpu_ring_latency("all_reduce", 8, 8, hw.H100))
-    assert cost.gpu_ring_latency("psum", 1, 8, hw.H100) == 0.0
+    assert decode.hop_latency_s == pytest.approx(cost.gpu_ring_latency("all_reduce", 8, 8, hardware.H100))
+    assert cost.gpu_ring_latency("psum", 1, 8, hardware.H100) == 0.0
     faster = cost.estimate("all_reduce", 8192 * 2, {"tp": 8}, "h100", hop_latency=0.0)
     assert faster.time_s == pytest.approx(6.6e-6 + decode.bandwidth_term_s)
 
@@ -448,8 +447,10 @@ def test_gpu_small_messages_are_latency_bound():
 def test_estimate_emulated_cpu_runs_without_mesh():
     est = cost.estimate("all_gather", 1e8, {"X": 8}, "cpu")
     assert est.wraparound == (True,)
-    assert est.time_s == pytest.approx(cost.allgather_bidir_ring(1e8, 8, hw.CPU.ici_bidir_bw, hw.CPU.hop_latency))
-    assert est.chip == hw.CPU.name
+    assert est.time_s == pytest.approx(
+        cost.allgather_bidir_ring(1e8, 8, hardware.CPU.ici_bidir_bw, hardware.CPU.hop_latency)
+    )
+    assert est.chip == hardware.CPU.name
 
 
 def test_estimate_hop_latency_override_and_output():
@@ -466,13 +467,13 @@ def test_estimate_hop_latency_override_and_output():
 def test_cost_does_not_import_jax():
     source = open(cost.__file__, encoding="utf-8").read()
     assert "import jax" not in source and "from jax" not in source
-    assert all(math.isfinite(cost.critical_intensity(c)) for c in hw.ALL_CHIPS)
+    assert all(math.isfinite(cost.critical_intensity(c)) for c in hardware.ALL_CHIPS)
     assert "shardlab.cost" in sys.modules
 
 
 def test_axis_bandwidth_names_the_direction_used_by_v_over_w():
     assert cost.axis_bandwidth("v5e") == 9e10  # 一条轴的 W_双向
     assert cost.axis_bandwidth("h100") == 450e9  # 每 GPU 单方向的 NVLink
-    assert cost.compute_bound_d_threshold(4, hw.TPU_V5E.flops_bf16, cost.axis_bandwidth("v5e")) == pytest.approx(
+    assert cost.compute_bound_d_threshold(4, hardware.TPU_V5E.flops_bf16, cost.axis_bandwidth("v5e")) == pytest.approx(
         2 * 4 * cost.critical_intensity("v5e")
     )

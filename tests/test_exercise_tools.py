@@ -12,7 +12,7 @@ sys.path.insert(0, str(ROOT))
 
 from tools import make_exercises  # noqa: E402
 
-from shardlab.export import ExportItem, export_source, parse_exports  # noqa: E402
+from shardlab.grade.export import ExportItem, export_source, parse_exports  # noqa: E402
 
 MASTER = """---
 jupytext:
@@ -120,6 +120,61 @@ def test_export_source_runs_and_reports_plain_data(capsys):
     assert "error" in got["b"]
     assert got["c"] == {"missing": True}
     assert got["d"]["cases"][0] == {"value": 0.5} and "ZeroDivisionError" in got["d"]["cases"][1]["error"]
-    assert "error" in got["e"]
+    assert got["e"] == {"invalid": "str"}  # 不是数：导出自己说 invalid
     assert got["g"]["cases"] == [{"value": 1.0}, {"value": 2.0}]  # 布尔参数（JSON 的 true/false）也能传进去
     assert "__shardlab_export" not in namespace
+
+
+FOLDED = """---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+(ch05-sol-p4)=
+## 问题 4：复制了多少份
+
+题目。
+
+<!-- BEGIN SOLUTION -->
+:::{admonition} 问题 4：解答
+:class: dropdown
+
+推导。
+:::
+<!-- END SOLUTION -->
+
+```{code-cell} ipython3
+:tags: [ch05-p4, hide-input]
+
+# STUB: p4 = ...
+# BEGIN SOLUTION
+p4 = 16
+# END SOLUTION
+```
+
+```{code-cell} ipython3
+check("ch05-p4", p4)
+```
+
+```{code-cell} ipython3
+:tags: [hide-input]
+
+print("不是答案单元：标签保留")
+```
+"""
+
+
+def test_strip_turns_the_solution_anchor_into_a_link_and_unfolds_answer_cells():
+    nb = _strip(FOLDED)
+    assert (
+        nb.cells[0].source == "## 问题 4：复制了多少份\n\n做完以后，可以对照[问题 4 的解答](#ch05-sol-p4)。\n\n题目。"
+    )
+    assert nb.cells[1].metadata["tags"] == ["ch05-p4"] and nb.cells[1].source == "p4 = ..."
+    assert nb.cells[2].metadata["tags"] == [make_exercises.CHECK_TAG]
+    assert nb.cells[3].metadata["tags"] == ["hide-input"]
+    assert not any("admonition" in c.source or "sol-p4)=" in c.source for c in nb.cells)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -16,10 +17,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from shardlab import answers, grade
-from shardlab import grade_inject as inj
-from shardlab import grade_report as report
-from shardlab import grade_sandbox as sbx
+from shardlab import answers
+from shardlab.grade import cli, folder, judge, junit, report
+from shardlab.grade import inject as inj
+from shardlab.grade import key as keys
+from shardlab.grade import sandbox as sbx
+from shardlab.grade import status as st
+from shardlab.grade.course import Course
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "grader"
@@ -74,9 +78,11 @@ def batch(tmp_path_factory, key_file):
     shutil.copy(key_file, out / "answer_key.json")
     start = time.monotonic()
     mode = [] if SANDBOXED else ["--sandbox", "rlimit"]
-    rc = grade.main(
+    rc = cli.main(
         [
             *mode,
+            "--course",
+            str(ROOT),
             str(subs),
             "--out",
             str(out),
@@ -161,7 +167,7 @@ def test_whole_submission_statuses(batch, name, status):
     res = batch["res"][name]
     assert res["status"] == status and res["points"] == 0
     assert [p["status"] for p in res["problems"]] == [status]
-    assert report.STATUS_TEXT[status] in (batch["out"] / "feedback" / f"{name}.md").read_text(encoding="utf-8")
+    assert st.TEXT[status] in (batch["out"] / "feedback" / f"{name}.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.slow
@@ -272,11 +278,26 @@ def test_rerun_skips_and_force_regrades(batch, key_file, capsys):
     out, subs = batch["out"], batch["subs"]
     before = {p.name: p.stat().st_mtime_ns for p in (out / "results").glob("*.json")}
     mode = [] if SANDBOXED else ["--sandbox", "rlimit"]
-    rc = grade.main([*mode, str(subs), "--out", str(out), "--key", str(key_file), "--no-progress", *LIMITS])
+    rc = cli.main(
+        [*mode, "--course", str(ROOT), str(subs), "--out", str(out), "--key", str(key_file), "--no-progress", *LIMITS]
+    )
     assert rc == 0
     assert {p.name: p.stat().st_mtime_ns for p in (out / "results").glob("*.json")} == before
     assert f"跳过已评 {len(before)} 份" in capsys.readouterr().err
-    rc = grade.main([str(subs / "not_*.ipynb"), "--out", str(out), "--key", str(key_file), "--force", "--no-progress"])
+    rc = cli.main(
+        [
+            *mode,
+            "--course",
+            str(ROOT),
+            str(subs / "not_*.ipynb"),
+            "--out",
+            str(out),
+            "--key",
+            str(key_file),
+            "--force",
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     after = {p.name: p.stat().st_mtime_ns for p in (out / "results").glob("*.json")}
     assert after["not_json.json"] != before["not_json.json"] and after["correct.json"] == before["correct.json"]
@@ -300,11 +321,8 @@ def _secret_strings(key: dict, inputs: dict) -> set[str]:
 
 
 def test_key_never_enters_the_graded_notebook_or_sandbox(tmp_path, key_file):
-    import random
-
-    key = grade.load_key(key_file)
-    rng = random.Random(SEED)
-    inputs = {a.id: grade.draw_inputs(a, rng) for a in answers.ANSWERS.values() if a.kind == "function"}
+    key = keys.load_key(key_file).entries
+    inputs = judge.hidden_inputs(SEED)
     raw = inj.read_notebook((FIXTURES / "blank.ipynb").read_bytes())
     prep = inj.prepare(raw, None, inputs)
     text = nbformat.writes(prep.notebook)
@@ -312,7 +330,7 @@ def test_key_never_enters_the_graded_notebook_or_sandbox(tmp_path, key_file):
     assert secrets and not [s for s in secrets if s in text]
     assert "ch05-p3-fn" in text  # 导出单元在，只是没有参考值
     stage = tmp_path / "stage"
-    sbx.stage_library(grade.LIB_DIR, stage)
+    sbx.stage_library(stage)
     for path in stage.rglob("*"):
         if path.is_file():
             body = path.read_text(encoding="utf-8", errors="replace")
@@ -348,48 +366,46 @@ def test_read_notebook_rejects_bad_input():
 
 
 def test_student_ids():
-    assert grade.student_id(Path("alice.ipynb")) == "alice"
-    assert grade.student_id(Path("张三_hw5.ipynb")) == "张三_hw5"
-    odd = grade.student_id(Path("a b/../c.ipynb"))
+    assert folder.student_id(Path("alice.ipynb")) == "alice"
+    assert folder.student_id(Path("张三_hw5.ipynb")) == "张三_hw5"
+    odd = folder.student_id(Path("a b/../c.ipynb"))
     assert "/" not in odd and " " not in odd
-    bad = grade.student_id(Path(os.fsdecode(NON_UTF8)))
+    bad = folder.student_id(Path(os.fsdecode(NON_UTF8)))
     assert bad.startswith("_xff_xfe-学生-") and bad.encode("utf-8")
-    assert grade.student_id(Path(os.fsdecode(b"x\xff.ipynb"))) != grade.student_id(Path(os.fsdecode(b"x\xfe.ipynb")))
+    assert folder.student_id(Path(os.fsdecode(b"x\xff.ipynb"))) != folder.student_id(Path(os.fsdecode(b"x\xfe.ipynb")))
 
 
 def test_judging_plain_records():
     spec = answers.get("ch05-p1a")
-    key = reference_key()
-    right = key["ch05-p1a"]["value"]
-    assert grade.judge_record(spec, {"value": right}, key, []).ok
-    assert grade.judge_record(spec, {"value": right / 2}, key, []).status == "wrong"
-    assert grade.judge_record(spec, {"value": "nan"}, key, []).status == "wrong"
-    assert grade.judge_record(spec, {"value": True}, key, []).status == "invalid"
-    assert grade.judge_record(spec, {"missing": True}, key, []).status == "missing"
-    assert grade.judge_record(spec, {"error": "没有定义变量 p1a"}, key, []).status == "error"
+    key = keys.AnswerKey.from_entries(reference_key())
+    right = key.entries["ch05-p1a"]["value"]
+    assert judge.judge_record(spec, {"value": right}, key, []).ok
+    assert judge.judge_record(spec, {"value": right / 2}, key, []).status == "wrong"
+    assert judge.judge_record(spec, {"value": "nan"}, key, []).status == "wrong"
+    assert judge.judge_record(spec, {"value": True}, key, []).status == "invalid"
+    assert judge.judge_record(spec, {"missing": True}, key, []).status == "missing"
+    assert judge.judge_record(spec, {"error": "没有定义变量 p1a"}, key, []).status == "error"
     fn = answers.get("ch05-p3-fn")
     cases = [(5, True), (8, False)]
     good = {"cases": [{"value": answers.alltoall_over_allgather(*c)} for c in cases]}
-    assert grade.judge_record(fn, good, key, cases).ok
+    assert judge.judge_record(fn, good, key, cases).ok
     bad = {"cases": [{"value": 0.25}, {"value": 0.5}]}
-    verdict = grade.judge_record(fn, bad, key, cases)
+    verdict = judge.judge_record(fn, bad, key, cases)
     assert verdict.status == "wrong" and "(5, True)" in verdict.message
 
 
 def test_hidden_inputs_are_drawn_per_run():
-    import random
-
     for a in answers.ANSWERS.values():
         if a.kind != "function":
             continue
-        drawn = grade.draw_inputs(a, random.Random(1))
-        assert len(drawn) == grade.N_HIDDEN
+        drawn = judge.draw_inputs(a, random.Random(1))
+        assert len(drawn) == judge.N_HIDDEN
         for args in drawn:
             assert len(args) == len(a.examples[0])
             a.reference(*args)  # 参考函数在这些输入上有定义
     spec = answers.get("ch05-p3-fn")
-    assert grade.draw_inputs(spec, random.Random(1)) != grade.draw_inputs(spec, random.Random(2))
-    assert all(2 <= n <= 64 for n, _ in grade.draw_inputs(spec, random.Random(3), 50))
+    assert judge.draw_inputs(spec, random.Random(1)) != judge.draw_inputs(spec, random.Random(2))
+    assert all(2 <= n <= 64 for n, _ in judge.draw_inputs(spec, random.Random(3), 50))
 
 
 def test_key_must_agree_with_reference_functions(tmp_path):
@@ -397,9 +413,9 @@ def test_key_must_agree_with_reference_functions(tmp_path):
     key["ch05-p3-fn"]["cases"][0]["value"] = 0.1
     path = tmp_path / "k.json"
     path.write_text(json.dumps(key), encoding="utf-8")
-    with pytest.raises(grade.KeyError_):
-        grade.load_key(path)
-    assert grade.main(["x", "--out", str(tmp_path / "o"), "--key", str(path)]) == 2
+    with pytest.raises(keys.AnswerKeyError):
+        keys.load_key(path)
+    assert cli.main(["x", "--course", str(ROOT), "--out", str(tmp_path / "o"), "--key", str(path)]) == 2
 
 
 def test_atomic_write_keeps_old_file_on_failure(tmp_path):
@@ -467,11 +483,10 @@ def test_sandbox_limits_bite(tmp_path):
     path = tmp_path / "probe.ipynb"
     nbformat.write(nb, path)
     path.chmod(0o644)
-    stage = tmp_path / "stage"
-    sbx.stage_library(grade.LIB_DIR, stage)
+    staged = sbx.stage_library(tmp_path / "stage")
     limits = sbx.Limits(cell_s=30, wall_s=60, memory_bytes=2 << 30, nproc=100, file_bytes=16 << 20)
-    run = sbx.Sandbox(grade.LIB_DIR, stage, limits).run(path)
-    cells = grade.parse_junit(run.junit)
+    run = sbx.Sandbox(staged, limits).run(path)
+    cells = junit.parse_junit(run.junit)
     info = json.loads(re.search(r"PROBE(\{.*?\})PROBE", cells[0].message).group(1))
     assert info["uid"] >= 200_000
     assert sorted(info["wrote"]) == sorted(["/tmp/ok", os.path.join(sbx.SANDBOX_HOME, "ok")])
@@ -500,6 +515,8 @@ def test_ctrl_c_keeps_what_was_graded(tmp_path, key_file):
         sys.executable,
         "-m",
         "shardlab.grade",
+        "--course",
+        str(ROOT),
         str(subs),
         "--out",
         str(out),
@@ -530,10 +547,10 @@ def test_real_exercises_and_solutions(tmp_path):
     if not all(p.exists() for p in notebooks):
         pytest.skip("练习或解答笔记本还不在")
     key_path = tmp_path / "answer_key.json"
-    key = grade.load_key(root=ROOT, path=None, rebuild_to=key_path)
+    key = keys.load_key(None, Course(ROOT), cache=key_path).entries
     assert key_path.exists() and set(key) == set(answers.ANSWERS)
     mtime = key_path.stat().st_mtime_ns
-    grade.load_key(root=ROOT, path=None, rebuild_to=key_path)  # 新鲜的答案表不再重建
+    keys.load_key(None, Course(ROOT), cache=key_path)  # 新鲜的答案表不再重建
     assert key_path.stat().st_mtime_ns == mtime
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -541,7 +558,8 @@ def test_real_exercises_and_solutions(tmp_path):
         shutil.copy(p, subs / p.name)
     out = tmp_path / "out"
     mode = [] if SANDBOXED else ["--sandbox", "rlimit"]
-    assert grade.main([*mode, str(subs), "--out", str(out), "--key", str(key_path), "-j", "2", "--no-progress"]) == 0
+    args = [*mode, "--course", str(ROOT), str(subs), "--out", str(out), "--key", str(key_path), "-j", "2"]
+    assert cli.main([*args, "--no-progress"]) == 0
     res = {r["student"]: r for r in json.loads((out / "gradebook.json").read_text(encoding="utf-8"))["submissions"]}
     for c in (5, 6):
         sol, ex = res[f"ch0{c}_solutions"], res[f"ch0{c}_exercises"]

@@ -34,11 +34,13 @@ def _width_px(png: bytes) -> int:
 
 
 def _all_labels() -> list[tuple[str, str]]:
-    """plots.LABELS，加上 shardlab 里其他定义了模块级 LABELS 的画法模块（如 bench_plot）的固定文字"""
+    """plots.LABELS，加上 shardlab 里（含子包）其他定义了模块级 LABELS 的画法模块（如 bench.plot）的固定文字"""
     labels = [("plots", t) for t in plots.LABELS]
-    for py in sorted(Path(plots.__file__).parent.glob("*.py")):
-        if py.stem != "plots" and re.search(r"^LABELS\s*=", py.read_text(encoding="utf-8"), re.M):
-            labels += [(py.stem, t) for t in importlib.import_module(f"shardlab.{py.stem}").LABELS]
+    root = Path(plots.__file__).parent
+    for py in sorted(root.rglob("*.py")):
+        name = ".".join(py.relative_to(root).with_suffix("").parts)
+        if name != "plots" and re.search(r"^LABELS\s*=", py.read_text(encoding="utf-8"), re.M):
+            labels += [(name, t) for t in importlib.import_module(f"shardlab.{name}").LABELS]
     return labels
 
 
@@ -47,6 +49,7 @@ LABELS = _all_labels()
 
 def test_label_list_is_collected():
     assert len(LABELS) >= len(plots.LABELS) and all(isinstance(t, str) and t for _, t in LABELS)
+    assert {"bench.plot"} <= {module for module, _ in LABELS}  # 子包里的画法也收集到了
 
 
 @pytest.mark.parametrize(("module", "text"), LABELS, ids=[f"{m}:{t[:30]}" for m, t in LABELS])
@@ -60,11 +63,27 @@ def test_every_label_renders_without_missing_glyphs(module, text):
 
 
 def test_missing_glyph_check_can_fail():
-    """中文不在 DejaVu Sans 里：同样的渲染必须报错（证明上面的检查是真的）"""
+    """中文不在 DejaVu Sans 里：只用 DejaVu Sans 时同样的渲染必须报错（证明上面的检查是真的）"""
     fig, ax = plots.figure()
-    ax.set_title("集合通信")
+    ax.set_title("集合通信", fontfamily="DejaVu Sans")
     with pytest.raises(UserWarning, match="missing from font"):
         _draw_strictly(fig)
+
+
+def test_chinese_renders_with_the_course_cjk_font():
+    """课程的 CJK 字体（pip 包 noto-cjk-sans-otc）必须找得到：没有它图里的中文就是方框"""
+    assert plots.cjk_font() is not None, "没有 CJK 字体：pip install noto-cjk-sans-otc"
+    assert plots.zh("延迟受限", "latency-bound") == "延迟受限"
+    fig, ax = plots.figure()
+    ax.set_title("集合通信：环形算法、回绕、规约散射（ReduceScatter）")
+    ax.set_xlabel("数组大小 V（字节）")
+    ax.legend([ax.plot([0, 1])[0]], ["单向环 µs"])
+    _draw_strictly(fig)
+
+
+def test_zh_falls_back_to_english_without_a_cjk_font(monkeypatch):
+    monkeypatch.setattr(plots, "cjk_font", lambda: None)
+    assert plots.zh("延迟受限", "latency-bound") == "latency-bound"
 
 
 def test_figure_fits_the_page_width_with_legible_text():
@@ -101,7 +120,7 @@ def test_tick_labels_use_si_units():
     assert plots.time_label(2e-6) == "2 µs"
     assert plots.time_label(0.062) == "62 ms"
     assert plots.time_label(3.0) == "3 s"
-    assert plots.time_label(5e-10) == "0.5 ns"
+    assert plots.time_label(5e-10) == "500 ps"
 
 
 def test_loglog_with_regimes_renders_cleanly():
@@ -111,13 +130,13 @@ def test_loglog_with_regimes_renders_cleanly():
     plots.loglog_time_vs_bytes(
         ax,
         sizes,
-        {"one-way ring": alpha * 7 + sizes * 7 / 8 / bw, "bidirectional ring": alpha * 4 + sizes * 7 / 16 / bw},
+        {"单向环": alpha * 7 + sizes * 7 / 8 / bw, "双向环": alpha * 4 + sizes * 7 / 16 / bw},
         markers=True,
     )
     plots.mark_regimes(ax, crossover=alpha * bw)
     assert ax.get_xscale() == ax.get_yscale() == "log"
     labels = {t.get_text() for t in ax.texts}
-    assert {"latency-bound", "bandwidth-bound"} <= labels
+    assert {"延迟受限", "带宽受限"} <= labels
     assert len(ax.get_legend().get_texts()) == 2
     png = _draw_strictly(fig)
     assert _width_px(png) > 700
@@ -129,8 +148,8 @@ def test_loglog_with_regimes_renders_cleanly():
 def test_mark_regimes_on_a_linear_axis():
     fig, ax = plots.figure()
     ax.plot([0, 10], [0, 1])
-    plots.mark_regimes(ax, 4, "compute-bound", "communication-bound", label_crossover=False)
-    assert {t.get_text() for t in ax.texts} == {"compute-bound", "communication-bound"}
+    plots.mark_regimes(ax, 4, "计算受限", "通信受限", label_crossover=False)
+    assert {t.get_text() for t in ax.texts} == {"计算受限", "通信受限"}
     _draw_strictly(fig)
 
 
@@ -144,14 +163,14 @@ def test_timeline_draws_overlap_of_compute_and_comm():
     fig, ax = plots.figure(height=2.5)
     plots.timeline(ax, steps)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["device 0", "device 1"]
-    assert ax.get_xlabel() == "time (µs)"
-    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["comm", "compute", "idle"]
+    assert ax.get_xlabel() == "时间（µs）"
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == sorted(["计算", "通信", "空闲"])
     _draw_strictly(fig)
     with pytest.raises(ValueError, match="kind"):
         plots.timeline(plots.figure()[1], [{"lane": 0, "start": 0, "duration": 1, "kind": "sleep"}])
     fig, ax = plots.figure()
     plots.timeline(ax, steps[:1], lanes=["device 0"], unit=1.0)
-    assert ax.get_xlabel() == "time"
+    assert ax.get_xlabel() == "时间"
     plt.close("all")
 
 
@@ -160,10 +179,38 @@ def test_glue_figure_hands_the_figure_over_and_closes_it(monkeypatch):
 
     seen = {}
     monkeypatch.setattr(notebook, "glue", lambda name, value, display=False: seen.update({name: (value, display)}))
-    fig, ax = plots.figure()
-    plots.glue_figure("fig-test", fig)
-    assert seen == {"fig-test": (fig, False)}
-    assert not plt.fignum_exists(fig.number)
+    fig, axes = plots.figure(2, 1)
+    axes[0].plot([0, 1], color=plots.COLORS["orange"])
+    axes[1].bar([0, 1], [1, 2], color=plots.COLORS["blue"])
+    assert plots.glue_figure("fig-test", fig) is None
+    image, display = seen["fig-test"]
+    assert display is False and not plt.fignum_exists(fig.number)
+    facts = Image.open(io.BytesIO(image.data)).text
+    assert facts["shardlab:layout"] == "2x1"
+    assert facts["shardlab:colors"] == "blue,orange"
+    assert float(facts["shardlab:min-font-pt"]) >= plots.MIN_FONT_PT
+    assert float(facts["shardlab:dpi"]) == plots.DPI
+
+
+def test_figure_facts_see_small_text_and_columns():
+    fig, axes = plots.figure(1, 3)
+    axes[2].text(0.5, 0.5, "小字", fontsize=6)
+    axes[1].plot([0, 1], color=plots.COLORS["vermillion"], alpha=0.5)
+    facts = plots.figure_facts(fig)
+    plt.close(fig)
+    assert facts["shardlab:layout"] == "1x3"
+    assert facts["shardlab:min-font-pt"] == "6"
+    assert facts["shardlab:colors"] == "vermillion"
+
+
+def test_glue_and_glue_text_leave_no_output_value():
+    from shardlab import notebook
+
+    assert notebook.glue("t-x", 3, display=False) is None
+    assert notebook.glue_text("t-y", 2.5) is None
+    assert notebook.GLUED["t-y"] == "2.5"
+    with pytest.raises(ValueError, match="名字"):
+        notebook.glue_text("", "x")
 
 
 def test_style_block_restores_only_its_own_settings():

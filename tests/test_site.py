@@ -3,7 +3,12 @@
 - 网站从 127.0.0.1 的本地服务器提供，去往任何别处的请求都被拦下并算作失败；
 - 每页：数学式由站内的 MathJax 排版、图片加载且有 alt、控制台没有错误、没有失败的请求、站内链接与锚点都存在、
   笔记本页面有指向已提交 .ipynb 的 Colab 按钮和 .ipynb / .md 下载；
-- 每页第一屏截图存到 _build/screenshots/<页面>.png；一页用打印样式生成 PDF（_build/screenshots/print/）。
+- 每页第一屏截图存到 _build/screenshots/<页面>.png；一页用打印样式生成 PDF（_build/screenshots/print/）；
+- 搜索：中文和英文的术语都找得到定义它的那一章（SEARCH_TERMS）；
+- 动画：每个播放器点“播放”后会动；打印时换成逐步图；
+- 手机（390 px）：每页一张截图（_build/screenshots/mobile/），图里和动画里的字不小于 10 CSS px；
+- 读起来：没有只显示 glue 返回值的输出框、中文标点后没有空格、节的锚点不是流水号、展开的代码行不超过 88 个字符、
+  图注的方位词与颜色词与图相符（tools/site_pages.py）。
 
 网站从哪里来：环境变量 SHARDLAB_SITE 指向已构建的 _build/html（make test-site 这样做）；
 否则用 conftest.py 的 built_site（与 test_book_build.py 共用同一次从零开始的构建）。
@@ -29,6 +34,21 @@ SCREENSHOTS = Path(os.environ.get("SHARDLAB_SCREENSHOTS", ROOT / "_build" / "scr
 PAGES = site_check.toc_pages()
 NOTEBOOK_PAGES = [p for p in PAGES if site_check.is_notebook_page(p)]
 PDF_PAGE = (NOTEBOOK_PAGES or PAGES)[0]
+CH05, CH06 = "book/ch05_collectives", "book/ch06_sharded_matmul"
+# 读者会搜的词 → 定义它的那一页
+SEARCH_TERMS = {
+    "集合通信": CH05,
+    "环形算法": CH05,
+    "回绕": CH05,
+    "带宽": CH05,
+    "延迟受限": CH05,
+    "规约散射": CH05,
+    "全收集": CH05,
+    "分片": CH06,
+    "收缩维": CH06,
+    "AllGather": CH05,
+    "shard_map": CH05,
+}
 
 slow = pytest.mark.slow  # 需要构建网站或浏览器的测试；make test-fast 跳过
 
@@ -70,6 +90,8 @@ def report(site):
         screenshots=SCREENSHOTS,
         pdf_page=PDF_PAGE,
         pdf_out=SCREENSHOTS / "print" / f"{PDF_PAGE}.pdf",
+        search_terms=SEARCH_TERMS,
+        mobile=True,
     )
 
 
@@ -110,6 +132,49 @@ def test_site_carries_its_own_mathjax_and_references_nothing_outside(site):
         html = (site / f"{page}.html").read_text(encoding="utf-8")
         assert "cdn.jsdelivr.net" not in html and "mathjax@" not in html, page
     assert site_check.static_external_resources(site) == []
+
+
+@slow
+def test_no_output_box_shows_only_a_glued_value(site):
+    from tools import site_pages
+
+    stray = site_pages.stray_glue_outputs(site)
+    assert stray == [], _ok(stray)
+
+
+@slow
+def test_no_space_after_chinese_punctuation_and_stable_section_anchors(site):
+    from tools import site_pages
+
+    problems = site_pages.cjk_spaces(site, PAGES) + site_pages.auto_section_ids(site, PAGES)
+    assert problems == [], _ok(problems)
+
+
+@slow
+def test_visible_code_lines_fit_a_narrow_screen(site):
+    from tools import site_pages
+
+    long_lines = site_pages.long_code_lines(site, PAGES)
+    assert long_lines == [], _ok(long_lines)
+
+
+@slow
+def test_captions_agree_with_their_figures(site):
+    from tools import site_pages
+
+    problems, checked = site_pages.caption_problems(site, PAGES)
+    assert problems == [], _ok(problems)
+    assert checked >= 1, "没有一张图带着 plots.glue_figure 记下的事实（子图排列、颜色）"
+
+
+@slow
+def test_setup_cell_is_collapsed_and_ui_strings_are_chinese(site):
+    for page in NOTEBOOK_PAGES:
+        html = (site / f"{page}.html").read_text(encoding="utf-8")
+        assert "Show code cell" not in html and "Click to show" not in html, page
+        if page != "book/environment":
+            first = html.index('class="cell docutils container')
+            assert "tag_hide-input" in html[first : first + 300], f"{page} 的第一个代码单元没有折叠"
 
 
 # ---------- Chromium ----------
@@ -161,6 +226,26 @@ def test_a_screenshot_of_every_page(report):
     for page in PAGES:
         shot = SCREENSHOTS / f"{page}.png"
         assert shot.exists() and shot.stat().st_size > 10_000, shot
+
+
+@slow
+def test_search_finds_chinese_and_english_terms(report):
+    assert report.problems("search") == [], _ok(report.problems("search"))
+    assert set(report.search) == set(SEARCH_TERMS)
+
+
+@slow
+def test_animations_play(report):
+    assert report.problems("animation") == [], _ok(report.problems("animation"))
+    assert report.players >= 1, "网站上没有一个动画（shardlab.animate 的播放器）"
+
+
+@slow
+def test_pages_are_legible_on_a_phone(report):
+    assert report.problems("mobile") == [], _ok(report.problems("mobile"))
+    assert report.mobile_figures >= 1
+    for page in PAGES:
+        assert (SCREENSHOTS / "mobile" / f"{page}.png").exists(), page
 
 
 @slow

@@ -14,7 +14,7 @@ import math
 
 import pytest
 
-from shardlab import answers, check
+from shardlab import answers, check, problems
 
 TOL = 0.02  # 与 check._slip_hints 的容差相同
 
@@ -22,6 +22,15 @@ TOL = 0.02  # 与 check._slip_hints 的容差相同
 _TWIN = "与另一条失误给出同一个错误值（×0.5），学生无法区分：应合并成一条提示"
 _ZERO = "正确答案是 0（不需要通信），按比例的失误给出的也是 0，这条提示永远不会出现"
 CH06_KNOWN: dict[tuple[str, int], str] = {
+    ("ch06-p2a", 1): "bf16 乘两次 " + _TWIN.replace("×0.5", "×2") + "（第 5 章问题 1 用 answers._merge 合并了）",
+    ("ch06-p2a", 2): "单向带宽 " + _TWIN.replace("×0.5", "×2"),
+    ("ch06-p2b", 1): "bf16 乘两次 " + _TWIN.replace("×0.5", "×2"),
+    ("ch06-p2b", 2): "单向带宽 " + _TWIN.replace("×0.5", "×2"),
+    ("ch06-p2b", 3): "只用一条轴 " + _TWIN.replace("×0.5", "×2"),
+    ("ch06-p2c", 0): "bf16 " + _TWIN,
+    ("ch06-p2c", 1): "bf16 乘两次 " + _TWIN.replace("×0.5", "×2"),
+    ("ch06-p2c", 2): "单向带宽 " + _TWIN.replace("×0.5", "×2"),
+    ("ch06-p2c", 3): "AllReduce 是 AllGather 的 2 倍 " + _TWIN,
     ("ch06-p5-t-comms", 0): "bf16 " + _TWIN,
     ("ch06-p5-t-comms", 1): "只算 ReduceScatter " + _TWIN,
     ("ch06-p8c-bytes", 0): _ZERO,
@@ -41,16 +50,20 @@ def _cases():
                 yield spec, args, spec.reference(*args)
 
 
+def _params(spec):
+    return problems.published(spec.assignment)
+
+
 def _close(a, b):
     return b != 0 and math.isclose(a, b, rel_tol=TOL)
 
 
 def _hints(spec, value, right):
-    verdict = check.judge_value(spec, value, right)
+    verdict = check.judge_value(spec, value, right, _params(spec))
     return verdict, [s.hint for s in spec.slips if s.hint in verdict.message]
 
 
-def _params():
+def _slip_params():
     for spec, args, right in _cases():
         for i, _slip in enumerate(spec.slips):
             cid = f"{spec.id}{'' if args is None else list(args)}-slip{i}"
@@ -60,18 +73,18 @@ def _params():
             yield pytest.param(spec, args, right, i, id=cid, marks=marks)
 
 
-@pytest.mark.parametrize("spec,args,right,i", list(_params()))
+@pytest.mark.parametrize("spec,args,right,i", list(_slip_params()))
 def test_slip_value_triggers_its_own_hint_only(spec, args, right, i):
-    slip = spec.slips[i]
-    wrong = slip.wrong_value(right)
+    slip, params = spec.slips[i], _params(spec)
+    wrong = slip.wrong_value(right, params)
     verdict, hints = _hints(spec, wrong, right)
     assert verdict.status == check.WRONG, (
         f"失误 {slip.hint!r} 的错误值 {wrong!r} 落在正确答案的容差之内：这条提示永远不会出现"
     )
     assert slip.hint in hints, f"错误值 {wrong!r} 没有触发自己的提示 {slip.hint!r}：{verdict.message}"
-    stray = [s.hint for s in spec.slips if s.hint in hints and not _close(wrong, s.wrong_value(right))]
+    stray = [s.hint for s in spec.slips if s.hint in hints and not _close(wrong, s.wrong_value(right, params))]
     assert not stray, f"错误值 {wrong!r} 触发了不相干的提示：{stray}"
-    twins = [s.hint for s in spec.slips if s is not slip and _close(wrong, s.wrong_value(right))]
+    twins = [s.hint for s in spec.slips if s is not slip and _close(wrong, s.wrong_value(right, params))]
     assert not twins, f"失误 {slip.hint!r} 与 {twins} 给出同一个错误值，学生无法区分：合并成一条提示"
 
 
@@ -79,12 +92,13 @@ def test_slip_value_triggers_its_own_hint_only(spec, args, right, i):
     "spec,args,right", [pytest.param(*c, id=f"{c[0].id}{'' if c[1] is None else list(c[1])}") for c in _cases()]
 )
 def test_right_answer_and_its_inverse(spec, args, right):
-    assert check.judge_value(spec, right, right).status == check.CORRECT
+    assert check.judge_value(spec, right, right, _params(spec)).status == check.CORRECT
     if right == 0:
         return
     inverse = 1 / right
     verdict, hints = _hints(spec, inverse, right)
     if _close(inverse, right):
         return  # 比值为 1 附近时倒数就是答案本身
-    stray = [s.hint for s in spec.slips if s.hint in hints and not _close(inverse, s.wrong_value(right))]
+    params = _params(spec)
+    stray = [s.hint for s in spec.slips if s.hint in hints and not _close(inverse, s.wrong_value(right, params))]
     assert not stray, f"正确答案的倒数 {inverse!r} 触发了不相干的提示：{stray}"

@@ -49,7 +49,7 @@ def test_formatters_reject_bad_values(bad):
 
 def test_glue_without_myst_nb(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "myst_nb", None)  # 模拟 Colab：没有 myst-nb
-    assert notebook.glue("answer", 42, display=True) == 42
+    assert notebook.glue("answer", 42, display=True) is None  # 不返回值：单元末尾的 glue 不留下输出框
     assert notebook.GLUED["answer"] == 42
     assert "answer = 42" in capsys.readouterr().out
 
@@ -84,8 +84,3 @@ def test_md_table():
     assert md.data.splitlines() == ["| a | b\\|c |", "|---|---|", "| 1 | — |", "| x y | 2.5 |"]
     with pytest.raises(ValueError, match="2 列"):
         notebook.md_table(["a", "b"], [[1]])
-
-
-def test_text_table_aligns_columns():
-    text = notebook.text_table(["a", "bbb"], [["xx", 1], ["y", 22.5]])
-    assert text.splitlines() == ["a   bbb", "xx  1", "y   22.5"]

@@ -5,7 +5,10 @@
 - 代码里 ``# BEGIN SOLUTION`` 与 ``# END SOLUTION`` 之间的行删掉；``# STUB: `` 开头的行去掉前缀留给学生
   （通常是 ``p1a = ...``）；删掉解答后没有留下任何代码时补一行 ``...``；
 - Markdown 里 ``<!-- BEGIN SOLUTION -->`` 与 ``<!-- END SOLUTION -->`` 之间的行删掉；
-  ``<!-- EXERCISE: 文本 -->`` 在练习里变成“文本”（例如练习版的标题）。
+  ``<!-- EXERCISE: 文本 -->`` 在练习里变成“文本”（例如练习版的标题）；
+- 每道题标题前的锚点 ``(ch05-sol-p1)=`` 只属于解答：练习里删掉它，在标题后面加一行指向它的链接；
+- 答案单元在网站上折叠解答的标签（``hide-input``、``hide-cell``）在练习里去掉；自检单元（``check(...)``）加上
+  ``remove-output``：网站上的练习页不显示一排“未作答”，笔记本里照常显示。
 
 用法：
     python tools/make_exercises.py           # 重新生成 exercises/ 并同步配对的 .ipynb
@@ -32,6 +35,10 @@ MD = "md:myst"
 _BEGIN, _END, _STUB = "# BEGIN SOLUTION", "# END SOLUTION", "# STUB: "
 _MD_BEGIN, _MD_END = "<!-- BEGIN SOLUTION -->", "<!-- END SOLUTION -->"
 _MD_EXERCISE = re.compile(r"^<!-- EXERCISE: (.*) -->$")
+_SOLUTION_LABEL = re.compile(r"^\((ch\d\d-sol-p(\d+))\)=$")
+FOLD_TAGS = ("hide-input", "hide-cell")
+_ANSWER_TAG = re.compile(r"^ch\d\d-p\d")
+CHECK_TAG = "remove-output"
 
 
 class MarkupError(ValueError):
@@ -61,10 +68,23 @@ def _strip_code(source: str, where: str) -> str:
     return text if text.strip() or not removed else "..."
 
 
+def solution_link(label: str, problem: str) -> str:
+    """练习里每道题标题后面的一行：指向解答页上这道题的锚点"""
+    return f"做完以后，可以对照[问题 {problem} 的解答](#{label})。"
+
+
 def _strip_markdown(source: str, where: str) -> str:
-    out, inside = [], False
+    out, inside, link = [], False, None
     for line in source.splitlines():
         token = line.strip()
+        if link and token.startswith("#"):
+            out += [line, "", link]
+            link = None
+            continue
+        label = _SOLUTION_LABEL.match(token)
+        if label and not inside:
+            link = solution_link(label.group(1), label.group(2))
+            continue
         if token == _MD_BEGIN:
             if inside:
                 raise MarkupError(f"{where}：Markdown 的 BEGIN SOLUTION 嵌套了")
@@ -78,6 +98,8 @@ def _strip_markdown(source: str, where: str) -> str:
             out.append(match.group(1) if match else line)
     if inside:
         raise MarkupError(f"{where}：Markdown 的 BEGIN SOLUTION 没有对应的 END SOLUTION")
+    if link:
+        raise MarkupError(f"{where}：锚点之后没有标题")
     return "\n".join(out).strip("\n")
 
 
@@ -91,6 +113,15 @@ def strip(nb, name: str = "notebook"):
         where = f"{name} 第 {k + 1} 个单元"
         if cell.cell_type == "code":
             cell.source = _strip_code(cell.source, where)
+            tags = cell.metadata.get("tags", [])
+            if any(_ANSWER_TAG.match(t) for t in tags):  # 答案单元在解答里折叠，在练习里要看得见
+                tags = [t for t in tags if t not in FOLD_TAGS]
+            if cell.source.lstrip().startswith("check(") and CHECK_TAG not in tags:
+                tags.append(CHECK_TAG)
+            if tags:
+                cell.metadata["tags"] = tags
+            else:
+                cell.metadata.pop("tags", None)
         elif cell.cell_type == "markdown":
             cell.source = _strip_markdown(cell.source, where)
             if not cell.source.strip():

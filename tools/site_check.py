@@ -11,6 +11,11 @@
 - Colab / 下载按钮：笔记本页面有指向仓库里已提交 ``.ipynb`` 的 Colab 链接、能下载的 .ipynb 与 .md；
   练习页面（有 sphinx-exercise 的练习块或位于 exercises/）链接到自己的笔记本；
 - 每页第一屏的截图（1280×800）；指定的一页用打印样式生成 PDF。
+- 搜索（``search_terms``）：在网站自己的搜索页里查每个词，要求结果里有定义它的那一页；
+- 动画（``shardlab.animate`` 的播放器）：点“播放”后过一会儿，步数和画面都变了；打印时播放器隐藏、逐步图显示；
+- 手机（390×844，``check_mobile``）：每页一张截图；正文里每张图的文字渲染后不小于 10 CSS px
+  （由 ``plots.glue_figure`` 记下的最小字号、dpi 与图的显示宽度算出；没有记录的图按课程样式的 10 pt、110 dpi 算），
+  播放器里的字也不小于 10 px，页面不横向溢出。
 
 另有不需要浏览器的静态检查 ``static_external_resources``：HTML 与 CSS 里不能引用站外的脚本、样式、字体或图片。
 
@@ -36,6 +41,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 VIEWPORT = {"width": 1280, "height": 800}
+MOBILE = {"width": 390, "height": 844}
+MIN_TEXT_PX = 10.0
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -240,12 +247,15 @@ async () => {
     downloads: Array.from(document.querySelectorAll(
         "a.btn-download-source-button, a.btn-download-notebook-button")).map(a => a.href),
     exercises: document.querySelectorAll(".exercise, .solution").length,
+    players: document.querySelectorAll(".shardlab-player").length,
   };
 }
 """
 
 _PRINT_JS = r"""
 () => {
+  const hidden2 = e => { const r = e.getBoundingClientRect(); const s = getComputedStyle(e);
+    return s.display === "none" || s.visibility === "hidden" || r.width === 0 || r.height === 0; };
   const hidden = sel => Array.from(document.querySelectorAll(sel)).every(e => {
     const r = e.getBoundingClientRect(); const s = getComputedStyle(e);
     return s.display === "none" || s.visibility === "hidden" || r.width === 0 || r.height === 0;
@@ -257,6 +267,9 @@ _PRINT_JS = r"""
                   .filter(sel => !hidden(sel)),
     articleWidth: art ? art.getBoundingClientRect().width : 0,
     pageWidth: document.documentElement.clientWidth,
+    players: document.querySelectorAll(".shardlab-player").length,
+    playersShown: Array.from(document.querySelectorAll(".shardlab-player")).filter(e => !hidden2(e)).length,
+    stripsShown: Array.from(document.querySelectorAll(".shardlab-strip img")).filter(e => !hidden2(e)).length,
   };
 }
 """
@@ -286,10 +299,13 @@ class SiteReport:
     pdf_pages: int = 0
     pdf_problems: list[str] = field(default_factory=list)
     checked_links: int = 0
+    search: dict[str, list[str]] = field(default_factory=dict)  # 词 → 结果里的页面
+    players: int = 0
+    mobile_figures: int = 0
 
     def problems(self, kind: str | None = None) -> list[str]:
         """全部发现；kind 只取一类：external / failed / console / load / math / image / link / colab / download /
-        exercise / print"""
+        exercise / print / search / animation / mobile"""
         groups = {
             "external": [f"外部请求（已拦下）：{u}" for u in self.blocked],
             "failed": [f"请求失败：{u}" for u in self.failed],
@@ -315,6 +331,8 @@ def check_site(
     screenshots: Path | None = None,
     pdf_page: str | None = None,
     pdf_out: Path | None = None,
+    search_terms: dict[str, str] | None = None,
+    mobile: bool = False,
 ) -> SiteReport:
     """打开 pages（不带 .html）里的每一页并检查；返回全部发现（不抛出断言）"""
     from playwright.sync_api import sync_playwright
@@ -383,6 +401,27 @@ def check_site(
 
             report = SiteReport(server.base, results, blocked, failed, console, externals)
             _check_links(report, origin)
+            by_name = {r.page: r for r in results}
+            for r in results:
+                if r.info.get("players"):
+                    current["page"] = f"{r.page}（动画）"
+                    page.goto(r.url, wait_until="load")
+                    report.players += _check_players(page, r)
+            if search_terms:
+                current["page"] = "search"
+                report.search = _check_search(page, server.base, search_terms, by_name.get(pages[0], results[0]))
+            if mobile:
+                current["page"] = "（手机）"
+                mctx = browser.new_context(viewport=MOBILE, locale="zh-CN", service_workers="block", is_mobile=True)
+                mctx.route("**/*", route)
+                mpage = mctx.new_page()
+                try:
+                    for r in results:
+                        current["page"] = f"{r.page}（手机）"
+                        shot = (screenshots / "mobile" / f"{r.page}.png") if screenshots is not None else None
+                        report.mobile_figures += _check_mobile(mpage, r, site, shot)
+                finally:
+                    mctx.close()
 
             if pdf_page is not None and pdf_out is not None:
                 current["page"] = f"{pdf_page}（打印）"
@@ -390,6 +429,11 @@ def check_site(
                 page.evaluate(_PAGE_JS)
                 page.emulate_media(media="print")
                 lay = page.evaluate(_PRINT_JS)
+                if lay["players"] and (lay["playersShown"] or lay["stripsShown"] < lay["players"]):
+                    report.pdf_problems.append(
+                        f"打印时应隐藏动画、显示逐步图：{lay['playersShown']} 个播放器仍可见，"
+                        f"{lay['stripsShown']}/{lay['players']} 张逐步图显示"
+                    )
                 if lay["chromeHidden"]:
                     report.pdf_problems.append(f"打印时这些界面元素仍然可见：{lay['chromeHidden']}")
                 if lay["articleWidth"] < 0.8 * lay["pageWidth"]:
@@ -411,6 +455,111 @@ def check_site(
         finally:
             browser.close()
     return report
+
+
+_PLAYER_STATE_JS = r"""
+() => Array.from(document.querySelectorAll(".shardlab-player")).map(p => ({
+  step: p.dataset.step, steps: p.dataset.steps, svg: p.querySelector(".sl-panels").innerHTML.length + ":" +
+  Array.from(p.querySelectorAll(".sl-svg svg")).map(s => s.innerHTML).join("|")}))
+"""
+
+
+def _check_players(page, result: PageResult) -> int:
+    """每个播放器：点“播放”，2.5 秒后步数与画面都要变；返回检查过的播放器数"""
+    before = page.evaluate(_PLAYER_STATE_JS)
+    buttons = page.locator(".shardlab-player .sl-play")
+    for i in range(buttons.count()):
+        buttons.nth(i).scroll_into_view_if_needed()
+        buttons.nth(i).click()
+    page.wait_for_timeout(2500)
+    after = page.evaluate(_PLAYER_STATE_JS)
+    for i, (b, a) in enumerate(zip(before, after)):
+        if int(b["steps"] or 0) < 1:
+            result.add("animation", f"第 {i + 1} 个动画没有步骤")
+        elif a["step"] == b["step"] or a["svg"] == b["svg"]:
+            result.add("animation", f"第 {i + 1} 个动画点了“播放”2.5 秒后没有变化（步 {b['step']} → {a['step']}）")
+    return len(after)
+
+
+_SEARCH_JS = r"""
+async () => {
+  for (let i = 0; i < 100; i++) {
+    const done = document.querySelector("#search-results p.search-summary, #search-results .search-summary");
+    if (done && Search && Search._index) break;
+    await new Promise(r => setTimeout(r, 100));
+  }
+  return Array.from(document.querySelectorAll("#search-results ul.search li a")).map(a => a.href);
+}
+"""
+
+
+def _check_search(page, base: str, terms: dict[str, str], where: PageResult) -> dict[str, list[str]]:
+    """在网站的搜索页里查每个词；结果里要有 terms[词] 那一页"""
+    from urllib.parse import quote
+
+    found: dict[str, list[str]] = {}
+    for term, want in terms.items():
+        page.goto(f"{base}search.html?q={quote(term)}", wait_until="load")
+        hrefs = page.evaluate(_SEARCH_JS)
+        hits = sorted({urlparse(h).path.lstrip("/").removesuffix(".html") for h in hrefs})
+        found[term] = hits
+        if want not in hits:
+            where.add("search", f"搜索 “{term}” 的结果里没有 {want}（结果：{hits or '无'}）")
+    return found
+
+
+_MOBILE_JS = r"""
+async () => {
+  const imgs = Array.from(document.images);
+  for (const img of imgs) { img.loading = "eager"; }
+  await Promise.all(imgs.map(img => img.complete ? null :
+      new Promise(r => { img.addEventListener("load", r); img.addEventListener("error", r); setTimeout(r, 5000); })));
+  const article = document.querySelector("article.bd-article") || document.querySelector("article") || document.body;
+  const figs = Array.from(article.querySelectorAll("img")).filter(i => !i.closest(".shardlab-strip"))
+    .map(i => ({src: i.currentSrc || i.src, width: i.getBoundingClientRect().width, natural: i.naturalWidth}));
+  const svgText = [];
+  for (const svg of article.querySelectorAll(".shardlab-player svg")) {
+    const m = svg.getScreenCTM(); if (!m) continue;
+    for (const t of svg.querySelectorAll("text")) {
+      svgText.push(parseFloat(t.getAttribute("font-size") || "16") * Math.hypot(m.a, m.b));
+    }
+  }
+  return {figs, svgMin: svgText.length ? Math.min(...svgText) : null,
+          overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth};
+}
+"""
+
+
+def _check_mobile(page, result: PageResult, site: Path, shot: Path | None) -> int:
+    """390 px 宽的手机屏幕：图里的字与播放器里的字不小于 MIN_TEXT_PX；返回检查过的图数"""
+    from tools import site_pages
+
+    page.goto(result.url, wait_until="load")
+    info = page.evaluate(_MOBILE_JS)
+    checked = 0
+    for fig in info["figs"]:
+        path = urlparse(fig["src"]).path
+        if not path.endswith(".png") or not fig["natural"]:
+            continue
+        facts = site_pages.figure_facts(site / unquote(path).lstrip("/"))
+        pt = float(facts.get("shardlab:min-font-pt", 10))
+        dpi = float(facts.get("shardlab:dpi", 110))
+        px = pt * dpi / 72 * fig["width"] / fig["natural"]
+        checked += 1
+        if px < MIN_TEXT_PX:
+            result.add(
+                "mobile",
+                f"手机上图 {Path(path).name} 显示为 {fig['width']:.0f} px 宽，最小的字（{pt:g} pt）只有 {px:.1f} px",
+            )
+    if info["svgMin"] is not None and info["svgMin"] < MIN_TEXT_PX:
+        result.add("mobile", f"手机上动画里最小的字只有 {info['svgMin']:.1f} px")
+    if info["overflow"] > 2:
+        result.add("mobile", f"手机上整页横向溢出 {info['overflow']} px（应只有图自己能横向滑动）")
+    if shot is not None:
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=str(shot))
+    return checked
 
 
 def _judge_page(result: PageResult, info: dict, notebook: bool, exercise: bool, slug: str, branch: str, root: Path):

@@ -13,10 +13,10 @@
 - planner：分片矩阵乘法的规划器（四种情形、需要的集合通信、备选方案、T_math 与 T_comms）
 - collective_matmul：AllGather-matmul 与 matmul-ReduceScatter 的通信/计算重叠（ppermute 环）
 - megatron：Megatron 列并行 + 行并行 MLP（有无序列并行），以及前向/反向各插入多少集合通信
-- bench（及 bench_*）：集合通信与单芯片 matmul 的计时、nccl-tests 的 algbw/busbw、与代价模型对比、多进程运行
+- bench（子包）：集合通信与单芯片 matmul 的计时、nccl-tests 的 algbw/busbw、与代价模型对比、多进程运行
 - plots：全书统一的 matplotlib 样式与画图小工具
-- answers、check、export：练习的答案登记表、自检与答案导出
-- grade（及 grade_*）：教师用评分器：在沙箱里用 nbval 运行提交的笔记本，只导出答案，在评分进程里比较
+- answers、check：练习的答案登记表与自检
+- grade/：教师用评分器（一个子包）：在沙箱里用 nbval 运行提交的笔记本，只导出答案，在评分进程里比较
 - units、notebook：单位格式化；把算出的数字交给正文（glue）
 
 导入本包不会导入 JAX；需要 JAX 的模块在使用时才导入它。

@@ -2,15 +2,17 @@
 
 自检只为学习：它运行在你自己的内核里，当然可以被绕过；正式评分由评分器（``shardlab.grade``）完成。
 它从不打印参考答案；参考值由 ``shardlab.answers`` 现算，不写在练习笔记本里。
+参考值按笔记本里参数单元（``B``、``mesh`` …）的当前值计算，所以个人版的笔记本按自己的数判定。
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from numbers import Real
 
-from shardlab import answers
+from shardlab import answers, problems
 
 MISSING = "missing"
 CORRECT = "correct"
@@ -54,21 +56,23 @@ def _as_number(value) -> float | None:
     return float(value)
 
 
-def _slip_hints(spec: answers.Answer, value: float, right: float) -> list[str]:
-    """value 能由哪些常见失误（单个，或单位失误叠加一个别的失误）解释"""
+def _slip_hints(spec: answers.Answer, value: float, right: float, params=None) -> list[str]:
+    """value 能由哪些常见失误（单个，或单位失误叠加一个别的失误）解释；params 是本章的参数（默认发布版）"""
+    params = problems.published(spec.assignment) if params is None else params
     unit_slips = answers.UNIT_SLIPS.get(spec.unit, ())
-    found = [s.hint for s in spec.slips if right and _close(value, s.wrong_value(right), 0.02)]
+    wrongs = [(s.hint, s.wrong_value(right, params)) for s in spec.slips] if right else []
+    found = [hint for hint, w in wrongs if _close(value, w, 0.02)]
     found += [s.hint for s in unit_slips if right and _close(value, s.wrong_value(right), 0.02)]
     if not found:
         for u in unit_slips:
-            for s in spec.slips:
-                if right and _close(value, u.wrong_value(s.wrong_value(right)), 0.02):
-                    found.append(f"{u.hint}；另外，{s.hint}")
+            for hint, w in wrongs:
+                if _close(value, u.wrong_value(w), 0.02):
+                    found.append(f"{u.hint}；另外，{hint}")
     return list(dict.fromkeys(found))
 
 
-def judge_value(spec: answers.Answer, value, right: float) -> Verdict:
-    """把一个数值答案与参考值 right 比较（评分器也用它，right 来自答案表）"""
+def judge_value(spec: answers.Answer, value, right: float, params=None) -> Verdict:
+    """把一个数值答案与参考值 right 比较（评分器也用它，right 来自答案表）；params 用来认出与参数有关的失误"""
     if value is Ellipsis or value is None:
         return Verdict(spec.id, MISSING, "未作答（把 ... 换成你的答案）")
     number = _as_number(value)
@@ -78,7 +82,7 @@ def judge_value(spec: answers.Answer, value, right: float) -> Verdict:
         return Verdict(spec.id, WRONG, "答案是 NaN 或无穷大")
     if _close(number, right, spec.rtol):
         return Verdict(spec.id, CORRECT, "正确")
-    hints = _slip_hints(spec, number, right)
+    hints = _slip_hints(spec, number, right, params)
     if hints:
         return Verdict(spec.id, WRONG, "不对。" + "；或者，".join(hints) + "。")
     direction = "偏大" if number > right else "偏小"
@@ -107,14 +111,21 @@ def judge_function(spec: answers.Answer, func, inputs=None, expected=None) -> Ve
     return Verdict(spec.id, CORRECT, f"正确（检查了 {len(inputs)} 组输入）")
 
 
-def evaluate(answer_id: str, value) -> Verdict:
-    """自检的判定，不打印"""
+def evaluate(answer_id: str, value, params=None) -> Verdict:
+    """自检的判定，不打印；params 是本章的题目参数（默认发布版）"""
     spec = answers.get(answer_id)
     if spec.kind == "function":
         return judge_function(spec, value)
-    return judge_value(spec, value, answers.expected_value(answer_id))
+    return judge_value(spec, value, spec.value(params), params)
 
 
 def check(answer_id: str, value) -> None:
-    """打印一行中文判定：✓ 正确、✗ 不对（附提示）或 … 未作答；从不打印参考答案"""
-    print(evaluate(answer_id, value))
+    """打印一行中文判定：✓ 正确、✗ 不对（附提示）或 … 未作答；从不打印参考答案
+
+    参考值按调用处（笔记本）的参数变量计算（``problems.from_namespace``）：个人版的笔记本写着自己的数，
+    自检就按这些数判定；没有定义的参数取发布版的值。
+    """
+    spec = answers.get(answer_id)
+    frame = inspect.currentframe()
+    caller = frame.f_back.f_globals if frame is not None and frame.f_back is not None else {}
+    print(evaluate(answer_id, value, problems.from_namespace(spec.assignment, caller)))

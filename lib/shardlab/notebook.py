@@ -2,7 +2,9 @@
 
 在构建网站时，myst-nb 的 ``glue`` 把值存进笔记本输出，正文用 ``{glue:text}`name``` 引用；
 在 Colab 或没有 myst-nb 的环境里，同一个调用只是把值记下来：数字在 ``display=True`` 时打印，
-图（matplotlib Figure）总是直接显示，这样读者在 Colab 上也能看到图。
+图（matplotlib Figure 或 PNG 图像）总是直接显示，这样读者在 Colab 上也能看到图。
+
+``glue`` 与 ``glue_text`` 都返回 None：即使写在单元的最后一行，也不会在网页上留下一个只有返回值的输出框。
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ GLUED: dict[str, Any] = {}
 
 
 def _is_figure(value: Any) -> bool:
-    return type(value).__module__.startswith("matplotlib") and hasattr(value, "savefig")
+    module = type(value).__module__
+    is_mpl = module.startswith("matplotlib") and hasattr(value, "savefig")
+    return is_mpl or (module.startswith("IPython.core.display") and type(value).__name__ == "Image")
 
 
-def glue(name: str, value: Any, display: bool = False) -> Any:
-    """记下一个供正文引用的值；有 myst-nb 时交给 myst_nb.glue"""
+def glue(name: str, value: Any, display: bool = False) -> None:
+    """记下一个供正文引用的值；有 myst-nb 时交给 myst_nb.glue。返回 None（不留输出框）"""
     GLUED[name] = value
     try:
         from myst_nb import glue as myst_glue
@@ -28,16 +32,26 @@ def glue(name: str, value: Any, display: bool = False) -> Any:
             show(value)
         elif display:
             print(f"{name} = {value}")
-        return value
+        return None
     myst_glue(name, value, display=display)
-    return value
+    return None
 
 
-def text_table(headers, rows) -> str:
-    """等宽文字表格（print 用）：各列按最宽的单元格左对齐，列间两个空格"""
-    lines = [tuple(map(str, headers)), *(tuple(map(str, r)) for r in rows)]
-    widths = [max(len(x) for x in col) for col in zip(*lines)]
-    return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in lines)
+def glue_png(name: str, png: bytes) -> None:
+    """把一张 PNG（``plots.figure_png`` 的结果）交给正文的 ``{glue:figure}``；没有 myst-nb 时直接显示它"""
+    from IPython.display import Image
+
+    glue(name, Image(data=png, format="png"), display=False)
+
+
+def glue_text(name: str, text: Any) -> None:
+    """把一段算好的文字交给正文的 ``{glue:text}`name```：``glue_text("ch05-q1-w", units.fmt_bw(w))``
+
+    文字按 ``str(text)`` 原样放进正文（先用 ``shardlab.units`` 的 fmt_* 格式化好）；返回 None。
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError("glue_text 的第一个参数是正文里引用的名字（非空字符串）")
+    glue(name, str(text), display=False)
 
 
 def md_table(headers: list[str], rows: list[list[Any]]):

@@ -7,11 +7,23 @@
     同一种量在全书用同一种颜色：计算用 ``COLORS["compute"]``，通信用 ``COLORS["comm"]``。
 
 文字
-    图里的文字只用英文和数学式（``$...$`` 走 matplotlib 的 mathtext），不用中文：
-    默认字体 DejaVu Sans 没有中文字形，中文说明写在图注（caption）和 alt 里。
+    图里的文字用中文（数学式用 ``$...$``，走 matplotlib 的 mathtext）。``use_style()`` 注册一个 CJK 字体：
+    优先用 pip 包 ``noto-cjk-sans-otc``（Noto Sans CJK，SIL OFL；它是 shardlab 的依赖，所以 Colab 上
+    ``%pip install`` 课程库时一起装上），其次是系统里已有的 CJK 字体（Debian 的 ``fonts-noto-cjk`` 等）。
+    拉丁字母和数字仍用 DejaVu Sans，汉字由 CJK 字体补上（matplotlib 的字体回退）。
+    一个 CJK 字体都找不到时 ``use_style()`` 用中文警告一次；想在那种环境里也不出现方框（tofu），
+    写 ``zh("延迟受限", "latency-bound")``：有 CJK 字体时是中文，没有时是英文。
     ``LABELS`` 列出这里的画法会写到图上的全部固定文字；``tests/test_plots.py`` 把它们逐个渲染，
     出现 “Glyph ... missing from font” 警告就失败。这里的画法加了固定文字就加进 ``LABELS``；
-    别的模块里的画法（如 ``bench_plot``）把自己的固定文字放在模块级的 ``LABELS`` 元组里，测试会自动收集。
+    别的模块里的画法（如 ``bench.plot``）把自己的固定文字放在模块级的 ``LABELS`` 元组里，测试会自动收集。
+    图上的字号不小于 ``MIN_FONT_PT``（10 pt）：手机上图按最小宽度显示（见 ``book/_static/course.css``），
+    这样字在 390 px 的屏幕上也不小于 10 CSS px（网站测试按 ``glue_figure`` 记下的字号检查）。
+
+图与图注一致
+    ``glue_figure`` 把图渲染成 PNG 交给正文，并在 PNG 的文字块（tEXt）里记下子图的排列（行 × 列）、
+    图里用到的课程颜色（``COLORS`` 的名字）和最小字号。网站测试据此检查图注：写了“（左）/（右）”的图
+    要有两列以上，写了“（上）/（下）”的要有两行以上；图注里的颜色词（蓝、橙、朱红……，见 ``COLOR_WORDS``）
+    必须是图里真用到的颜色。
 
 alt 文字（每张图都要有）
     网站的浏览器测试（``tests/test_site.py``）要求正文里每张图都有说明性的 alt。两种写法：
@@ -45,8 +57,18 @@ alt 文字（每张图都要有）
 from __future__ import annotations
 
 import contextlib
+import functools
+import io
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
+
+from shardlab import notebook
+
+try:  # 课程的 CJK 字体（pip 包 noto-cjk-sans-otc）；没有时找系统字体，见 cjk_font()
+    import noto_cjk_sans_otc
+except ImportError:  # pragma: no cover - 依赖里有它；只在手工装的环境里缺
+    noto_cjk_sans_otc = None
 
 # 网站正文宽约 800 px：7.5 in × 110 dpi = 825 px，缩放到正文宽度时几乎不缩小
 PAGE_WIDTH_IN = 7.5
@@ -65,6 +87,21 @@ COLORS = {
     "black": "#000000",
     "grey": "#999999",
 }
+# 图注里的颜色词 → 它可以指的 COLORS 名字（“天蓝”要先于“蓝”匹配；橙色不是红色）
+COLOR_WORDS = {
+    "天蓝": ("sky",),
+    "浅蓝": ("sky",),
+    "蓝": ("blue", "sky"),
+    "橙": ("orange",),
+    "绿": ("green",),
+    "朱红": ("vermillion",),
+    "红": ("vermillion",),
+    "紫": ("purple",),
+    "粉": ("purple",),
+    "黄": ("yellow",),
+    "黑": ("black",),
+    "灰": ("grey",),
+}
 COLORS["compute"] = COLORS["blue"]
 COLORS["comm"] = COLORS["vermillion"]
 CYCLE = [COLORS[k] for k in ("blue", "vermillion", "green", "orange", "purple", "sky", "black")]
@@ -76,7 +113,7 @@ STYLE = {
     "figure.constrained_layout.use": True,
     "figure.facecolor": "white",
     "savefig.facecolor": "white",
-    "font.family": "DejaVu Sans",
+    "font.family": ["DejaVu Sans"],  # use_style() 在后面补上找到的 CJK 字体
     "mathtext.fontset": "dejavusans",
     "font.size": 11,
     "axes.titlesize": 12,
@@ -96,22 +133,56 @@ STYLE = {
     "image.cmap": "viridis",
 }
 
+MIN_FONT_PT = 10
+
+# CJK 字体：先找 pip 包 noto-cjk-sans-otc 里的 Noto Sans CJK，再找系统里已装的这些字族
+CJK_FAMILIES = (
+    "Noto Sans CJK SC",
+    "Source Han Sans SC",
+    "Noto Sans SC",
+    "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei",
+    "PingFang SC",
+    "Microsoft YaHei",
+    "SimHei",
+)
+
+
+@functools.cache
+def cjk_font() -> str | None:
+    """注册并返回一个能显示简体中文的字族名；一个都没有时返回 None"""
+    from matplotlib import font_manager
+
+    if noto_cjk_sans_otc is not None:
+        try:
+            font_manager.fontManager.addfont(str(noto_cjk_sans_otc.FONT_PATH))
+        except (OSError, RuntimeError):
+            pass
+    have = {f.name for f in font_manager.fontManager.ttflist}
+    return next((name for name in CJK_FAMILIES if name in have), None)
+
+
+def zh(chinese: str, english: str) -> str:
+    """图上的文字：有 CJK 字体时用中文，没有时用英文（永远不画方框）"""
+    return chinese if cjk_font() else english
+
+
 # 这里的画法写到图上的全部固定文字（test_plots.py 逐个渲染，检查字体里有这些字形）
-REGIME_LABELS = ("latency-bound", "bandwidth-bound", "compute-bound", "communication-bound")
-AXIS_LABELS = ("message size (bytes)", "time", "device", "time (µs)", "step")
-TIMELINE_KINDS = ("compute", "comm", "idle")
+REGIME_LABELS = ("延迟受限", "带宽受限", "计算受限", "通信受限")
+AXIS_LABELS = ("消息大小（字节）", "时间", "设备", "时间（µs）", "步")
+TIMELINE_KINDS = {"compute": "计算", "comm": "通信", "idle": "空闲"}
 LABELS = (
     REGIME_LABELS
     + AXIS_LABELS
-    + TIMELINE_KINDS
+    + tuple(TIMELINE_KINDS.values())
     + (
         "AllGather",
         "ReduceScatter",
         "AllReduce",
         "AllToAll",
-        "one-way ring",
-        "bidirectional ring",
-        "crossover",
+        "单向环",
+        "双向环",
+        "交点",
         r"$T = \alpha + \frac{(N-1)\,V}{N\,W}$",
         r"$V / W_{\mathrm{ICI}}$",
         r"$N \times$",
@@ -124,8 +195,22 @@ def _rc() -> dict:
     from cycler import cycler
 
     rc = dict(STYLE)
+    font = cjk_font()
+    if font is None:
+        _warn_no_cjk_font()
+    else:
+        rc["font.family"] = [*STYLE["font.family"], font]
     rc["axes.prop_cycle"] = cycler(color=CYCLE)  # 颜色循环（STYLE 里只放纯值，方便打印和比较）
     return rc
+
+
+@functools.cache
+def _warn_no_cjk_font() -> None:
+    warnings.warn(
+        "没有找到 CJK 字体（CJK font），图里的中文会显示成方框："
+        "请 pip install noto-cjk-sans-otc，或安装系统字体 fonts-noto-cjk",
+        stacklevel=3,
+    )
 
 
 def use_style() -> None:
@@ -165,42 +250,98 @@ def figure(nrows: int = 1, ncols: int = 1, *, height: float | None = None, **kwa
     return plt.subplots(nrows, ncols, figsize=(PAGE_WIDTH_IN, h), **kwargs)
 
 
-def glue_figure(name: str, fig) -> None:
-    """把图交给正文（``{glue:figure}`` 引用，alt 写在那里），并关掉它，免得在代码单元下面再显示一次"""
+PNG_KEYS = ("shardlab:layout", "shardlab:colors", "shardlab:min-font-pt", "shardlab:dpi")
+
+
+def figure_facts(fig) -> dict[str, str]:
+    """图的几个可检查的事实：子图排列 “行x列”、用到的课程颜色名（逗号分隔）、最小字号（pt）、dpi
+
+    只数有 subplotspec 的坐标轴（子图；颜色条、插图不算）；颜色只认 ``COLORS`` 里的颜色（忽略透明度）。
+    """
+    from matplotlib.colors import to_hex
+    from matplotlib.text import Text
+
+    grids = [ax.get_subplotspec().get_gridspec() for ax in fig.axes if ax.get_subplotspec() is not None]
+    rows, cols = (grids[0].nrows, grids[0].ncols) if grids else (1, 1)
+    by_hex: dict[str, str] = {}
+    for key, value in COLORS.items():
+        if key not in ("compute", "comm"):
+            by_hex.setdefault(value.lower(), key)
+    used: set[str] = set()
+
+    def note(color) -> None:
+        try:
+            for c in color if hasattr(color, "ndim") and color.ndim == 2 else [color]:
+                name = by_hex.get(to_hex(c, keep_alpha=False).lower())
+                if name:
+                    used.add(name)
+        except (ValueError, TypeError):
+            pass
+
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            if line.get_visible() and line.get_linestyle() not in ("None", "none", ""):
+                note(line.get_color())
+            if line.get_visible() and line.get_marker() not in (None, "None", "none", ""):
+                note(line.get_markerfacecolor())
+        for patch in ax.patches:
+            if patch.get_visible() and patch.get_fill():
+                note(patch.get_facecolor())
+        for coll in ax.collections:
+            if coll.get_visible():
+                note(coll.get_facecolor())
+                note(coll.get_edgecolor())
+    sizes = [
+        t.get_fontsize()
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and t.get_figure() is not None
+    ]
+    return {
+        "shardlab:layout": f"{rows}x{cols}",
+        "shardlab:colors": ",".join(sorted(used)),
+        "shardlab:min-font-pt": f"{min(sizes) if sizes else MIN_FONT_PT:g}",
+        "shardlab:dpi": f"{fig.dpi:g}",
+    }
+
+
+def figure_png(fig, *, close: bool = False) -> bytes:
+    """把图渲染成 PNG（与 Jupyter inline 后端相同：bbox_inches="tight"），tEXt 里写上 ``figure_facts``
+
+    close=True 时渲染完就关掉这张图（免得 Jupyter 在单元下面再显示一次）。
+    """
     import matplotlib.pyplot as plt
 
-    from shardlab.notebook import glue
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight", metadata=figure_facts(fig))
+    if close:
+        plt.close(fig)
+    return buf.getvalue()
 
-    glue(name, fig, display=False)
-    plt.close(fig)
+
+def glue_figure(name: str, fig) -> None:
+    """把图交给正文（``{glue:figure}`` 引用，alt 写在那里），并关掉它，免得在代码单元下面再显示一次
+
+    交出去的是带 ``figure_facts`` 的 PNG（网站测试用它核对图注与手机上的字号）；在没有 myst-nb 的环境
+    （Colab）里这张 PNG 直接显示出来。
+    """
+    notebook.glue_png(name, figure_png(fig, close=True))
 
 
 # ---------- 刻度 ----------
 
 
-def _si(value: float, unit: str, prefixes: Sequence[tuple[float, str]]) -> str:
-    if value <= 0:
-        return f"0 {unit}"
-    for scale, prefix in prefixes:
-        if value >= scale * 0.999:
-            v = value / scale
-            return f"{v:.3g} {prefix}{unit}"
-    scale, prefix = prefixes[-1]
-    return f"{value / scale:.3g} {prefix}{unit}"
-
-
-_BYTE_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
-_TIME_PREFIXES = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
-
-
 def bytes_label(value: float, _pos=None) -> str:
-    """刻度上的字节数：1e6 → '1 MB'（SI 前缀，与 shardlab.units 一致）"""
-    return _si(value, "B", _BYTE_PREFIXES)
+    """刻度上的字节数：1e6 → '1 MB'（SI 前缀，与 shardlab.units 一致；matplotlib 的 EngFormatter）"""
+    from matplotlib.ticker import EngFormatter
+
+    return EngFormatter(unit="B", sep=" ")(value)
 
 
 def time_label(value: float, _pos=None) -> str:
     """刻度上的时间：2e-6 → '2 µs'"""
-    return _si(value, "s", _TIME_PREFIXES)
+    from matplotlib.ticker import EngFormatter
+
+    return EngFormatter(unit="s", sep=" ")(value)
 
 
 # ---------- 画法 ----------
@@ -211,12 +352,12 @@ def loglog_time_vs_bytes(
     sizes_bytes: Sequence[float],
     curves: Mapping[str, Sequence[float]],
     *,
-    xlabel: str = "message size (bytes)",
-    ylabel: str = "time",
+    xlabel: str = "消息大小（字节）",
+    ylabel: str = "时间",
     markers: bool = False,
 ):
     """双对数坐标下的 “时间 vs 字节数”：curves 是 {图例: 每个大小对应的秒数}；刻度写成 kB / µs"""
-    from matplotlib.ticker import FuncFormatter, LogLocator
+    from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter
 
     sizes = list(sizes_bytes)
     for label, times in curves.items():
@@ -226,10 +367,10 @@ def loglog_time_vs_bytes(
         ax.plot(sizes, times, marker="o" if markers else None, label=label)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    for axis, fmt in ((ax.xaxis, bytes_label), (ax.yaxis, time_label)):
+    for axis, unit in ((ax.xaxis, "B"), (ax.yaxis, "s")):
         axis.set_major_locator(LogLocator(base=10, numticks=12))
-        axis.set_major_formatter(FuncFormatter(fmt))
-        axis.set_minor_formatter(FuncFormatter(lambda *_: ""))
+        axis.set_major_formatter(EngFormatter(unit=unit, sep=" "))
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if curves:
@@ -240,8 +381,8 @@ def loglog_time_vs_bytes(
 def mark_regimes(
     ax,
     crossover: float,
-    left: str = "latency-bound",
-    right: str = "bandwidth-bound",
+    left: str = "延迟受限",
+    right: str = "带宽受限",
     *,
     label_crossover: bool = True,
 ):
@@ -257,11 +398,14 @@ def mark_regimes(
         return math.sqrt(a * b) if log and a > 0 and b > 0 else (a + b) / 2
 
     trans = ax.get_xaxis_transform()  # x 用数据坐标，y 用轴坐标
-    kw = dict(transform=trans, ha="center", va="top", fontsize=10, color="#333333")
+    kw = dict(transform=trans, ha="center", va="top", fontsize=MIN_FONT_PT, color="#333333")
+    kw["bbox"] = dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none", alpha=0.85)
     ax.text(mid(lo, crossover), 0.97, left, **kw)
     ax.text(mid(crossover, hi), 0.97, right, **kw)
     if label_crossover:
-        ax.text(crossover, 0.02, " crossover", transform=trans, ha="left", va="bottom", fontsize=9, color="#555555")
+        ax.text(
+            crossover, 0.02, " 交点", transform=trans, ha="left", va="bottom", fontsize=MIN_FONT_PT, color="#555555"
+        )
     return ax
 
 
@@ -290,14 +434,14 @@ def timeline(ax, steps: Iterable[Mapping], *, lanes: Sequence[str] | None = None
             color=colors[kind],
             alpha=0.9 if kind != "idle" else 0.35,
             edgecolor="white",
-            label=None if kind in seen else kind,
+            label=None if kind in seen else TIMELINE_KINDS[kind],
         )
         seen.add(kind)
         if s.get("label"):
-            ax.text(start + dur / 2, y, str(s["label"]), ha="center", va="center", fontsize=9, color="white")
+            ax.text(start + dur / 2, y, str(s["label"]), ha="center", va="center", fontsize=MIN_FONT_PT, color="white")
     ax.set_yticks(range(len(lanes)), lanes)
     ax.invert_yaxis()
-    ax.set_xlabel("time (µs)" if unit == 1e-6 else "time")
+    ax.set_xlabel("时间（µs）" if unit == 1e-6 else "时间")
     ax.grid(axis="y", visible=False)
     if seen:
         ax.legend(loc="upper right", ncols=len(seen))
@@ -306,7 +450,12 @@ def timeline(ax, steps: Iterable[Mapping], *, lanes: Sequence[str] | None = None
 
 __all__ = [
     "COLORS",
+    "COLOR_WORDS",
     "CYCLE",
+    "MIN_FONT_PT",
+    "cjk_font",
+    "figure_facts",
+    "figure_png",
     "DPI",
     "LABELS",
     "PAGE_WIDTH_IN",
@@ -320,4 +469,5 @@ __all__ = [
     "time_label",
     "timeline",
     "use_style",
+    "zh",
 ]

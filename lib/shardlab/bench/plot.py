@@ -1,6 +1,7 @@
 """`BenchResult.plot` 的画法：时间与 busbw 随大小变化（双对数），标出预测的延迟 / 带宽分界
 
 图上的文字只用英文（课程样式的字体没有中文字形），样式与刻度来自 `shardlab.plots`。
+这里只读结果的行（名字与 DISPLAY 来自 `model`），不导入 `result`：``result → plot → model`` 单向。
 """
 
 from __future__ import annotations
@@ -8,7 +9,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from shardlab import hardware, plots
+import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
+
+from shardlab import plots
+from shardlab.bench.model import DISPLAY
 
 # 本画法写到图上的固定文字（tests/test_plots.py 自动收集并检查字形）
 LABELS = ("predicted", "ppermute", "1 GB/s", "busbw (nccl-tests)", "emulated devices: model comparison not meaningful")
@@ -20,8 +25,6 @@ def _figure(nrows: int):
 
 
 def _series(result):
-    from shardlab.bench import DISPLAY
-
     out: dict[str, list] = {}
     for r in result.rows:
         out.setdefault(r.collective, []).append(r)
@@ -29,16 +32,10 @@ def _series(result):
 
 
 def _crossover(result):
-    """第一种集合通信的预测分界（V，字节）；没有延迟项或无法预测时为 None"""
-    from shardlab.bench import crossover_bytes
-
-    if not result.rows:
+    """第一种集合通信的预测分界（V，字节；测量时已算好）；没有延迟项或无法预测时为 None"""
+    if not result.rows or not math.isfinite(result.rows[0].crossover_bytes):
         return None
-    r = result.rows[0]
-    try:
-        return crossover_bytes(r.collective, r.n, hardware.get_chip(r.chip))
-    except (ValueError, KeyError):
-        return None
+    return result.rows[0].crossover_bytes
 
 
 def draw_time(ax, result, *, predicted: bool = True):
@@ -68,8 +65,6 @@ def draw_time(ax, result, *, predicted: bool = True):
 
 
 def draw_busbw(ax, result):
-    from matplotlib.ticker import FuncFormatter
-
     series, display = _series(result)
     with plots.style():
         for c, rs in series.items():
@@ -93,8 +88,6 @@ def _mark(ax, result):
 
 def plot_result(result, target=None, *, predicted: bool = True):
     """target：None → 返回 fig；路径 → 保存 PNG 并返回路径；一个 ax → 只画时间；两个 ax → 时间与 busbw"""
-    import matplotlib.pyplot as plt
-
     if target is None or isinstance(target, (str, Path)):
         fig, axes = _figure(2)
         draw_time(axes[0], result, predicted=predicted)

@@ -14,29 +14,23 @@ from pathlib import Path
 import nbformat
 
 from shardlab import answers
-from shardlab.export import MARKER, ExportItem, export_source
+from shardlab.grade.export import EXPORT_TAG, MARKER, ExportItem, export_source
+from shardlab.grade.status import (
+    DUPLICATE_TAG,
+    MISSING_CELL,
+    NBFORMAT_3,
+    NOT_JSON,
+    NOT_NOTEBOOK,
+    REORDERED,
+    TOO_LARGE,
+    UNRELATED,
+)
 
-EXPORT_TAG = "autograder-export"
 MAX_SUBMISSION_BYTES = 20 << 20
 
-# 整份提交的状态（每道题都记这个状态，0 分）
-NOT_JSON = "not-json"
-NOT_NOTEBOOK = "not-notebook"
-NBFORMAT_3 = "nbformat-3"
-TOO_LARGE = "too-large"
-UNRELATED = "unrelated-notebook"
-# 单道题的结构状态
-MISSING_CELL = "missing-cell"
-DUPLICATE_TAG = "duplicate-tag"
-REORDERED = "reordered"
 
-SUBMISSION_MESSAGES = {
-    NOT_JSON: "文件不是 JSON，打不开（是不是把别的文件改成了 .ipynb，或者保存时出错了？）",
-    NOT_NOTEBOOK: "文件是 JSON，但不是 Jupyter 笔记本",
-    NBFORMAT_3: "笔记本是旧的 nbformat 3 格式；请在新版 Jupyter 里打开并另存为 nbformat 4 再提交",
-    TOO_LARGE: "文件太大（超过 20 MB）；请清除输出后再提交",
-    UNRELATED: "这个笔记本里没有本章的任何答案单元（答案 id 标签），看起来不是本章的练习",
-}
+class CourseOrderError(RuntimeError):
+    """练习笔记本读不了，或缺少某些答案单元：不知道“调换了顺序”以什么为准"""
 
 
 class SubmissionError(Exception):
@@ -69,7 +63,7 @@ class Prepared:
 def read_notebook(data: bytes) -> dict:
     """解析并做最基本的结构检查；出问题时抛出 SubmissionError"""
     if len(data) > MAX_SUBMISSION_BYTES:
-        raise SubmissionError(TOO_LARGE)
+        raise SubmissionError(TOO_LARGE, f"超过 {MAX_SUBMISSION_BYTES >> 20} MB")
     try:
         raw = json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
@@ -137,15 +131,18 @@ def _longest_increasing(seq: list[int]) -> set[int]:
 
 
 def exercise_order(exercise: Path, chapter: int) -> list[str]:
-    """练习笔记本里答案单元的顺序（“调换了顺序”以它为准）；读不了时用登记表的顺序"""
+    """练习笔记本里答案单元的顺序（“调换了顺序”以它为准）；读不了或缺少答案单元时抛出 CourseOrderError"""
     ids = [a.id for a in chapter_answers(chapter)]
     try:
-        raw = json.loads(exercise.read_text(encoding="utf-8"))
+        raw = json.loads(Path(exercise).read_text(encoding="utf-8"))
         found = [t for cell in raw["cells"] for t in _tags(cell) if t in ids]
-    except (OSError, ValueError, KeyError, TypeError):
-        found = []
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CourseOrderError(f"读不了第 {chapter} 章的练习笔记本 {exercise}：{exc}（make exercises）") from None
     found = list(dict.fromkeys(found))
-    return found + [i for i in ids if i not in found]
+    lacking = [i for i in ids if i not in found]
+    if lacking:
+        raise CourseOrderError(f"练习笔记本 {exercise} 缺少答案单元：{'、'.join(lacking)}（make exercises）")
+    return found
 
 
 def prepare(

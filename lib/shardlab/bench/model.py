@@ -1,7 +1,10 @@
-"""基准的纯计算部分：集合通信的名字、大小的解析与取整、nccl-tests 的 algbw/busbw、代价模型的预测
+"""基准的纯计算部分（不导入 JAX）：集合通信的名字、大小的解析与取整、nccl-tests 的 algbw/busbw、代价模型的预测
 
-不导入 JAX；`shardlab.bench` 重新导出这里的全部公开名字（笔记本里写 ``bench.bus_factor`` 即可）。
-V 与 S 的约定、busbw 因子见 `shardlab.bench` 的模块说明。
+名字只在边界解析一次：`canonical`（即 `shardlab.names.canonical`）把用户的写法（'AllGather'、'psum'、'all-to-all'…）
+变成 ``COLLECTIVES`` 里的名字，`run_sweep`、命令行、跨进程的配置都在入口调用它；
+本模块其余函数只接受这些名字，写错时抛 `BenchError`，不再重新解析。
+
+V 与 nccl-tests 的 S 的约定、busbw 因子见 `shardlab.bench.measure` 的模块说明。
 """
 
 from __future__ import annotations
@@ -11,14 +14,13 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from shardlab import cost, hardware, units
+from shardlab import cost, hardware, names, units
 
-COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "ppermute")
-DISPLAY = dict(zip(COLLECTIVES, ("AllGather", "ReduceScatter", "AllReduce", "AllToAll", "ppermute")))
-_ALIASES = {re.sub(r"[\s_\-]", "", k): v for v in COLLECTIVES for k in (v, DISPLAY[v])}
-_ALIASES.update(psum="all_reduce", psumscatter="reduce_scatter", sendrecv="ppermute", collectivepermute="ppermute")
+# 四种集合通信加上 ppermute（环上移一位，对应 nccl-tests 的 SendRecv）；名字与显示名来自 `shardlab.names`
+COLLECTIVES = (*names.COLLECTIVES, "ppermute")
+DISPLAY = {c: names.display(c) for c in COLLECTIVES}
 
-# 默认扫描：cpu 到 16 MiB（在 2 核机器上整个扫描 < 60 s），加速器到 1 GiB；步长都是 4 倍
+# 默认扫描（k/M/G 按 1024：KiB/MiB/GiB）：cpu 1 KiB 到 16 MiB（在 2 核机器上整个扫描 < 60 s），加速器到 1 GiB；步长都是 4 倍
 DEFAULT_SIZES = {"cpu": "1k:16M:4", "accelerator": "1k:1G:4"}
 # (repeats, warmup, 每个点的时间预算 s)：到了预算且已有 MIN_REPEATS 次就停
 DEFAULT_TIMING = {"cpu": (10, 2, 0.5), "accelerator": (20, 5, 2.0)}
@@ -30,16 +32,22 @@ EMULATED_NOTE = (
 
 
 class BenchError(ValueError):
-    """基准参数不合法（未知的集合通信、写错的大小等）"""
+    """基准参数不合法（写错的大小、没有解析过的集合通信名字等）；未知的名字是 `names.UnknownCollectiveError`"""
 
 
 def canonical(collective: str) -> str:
-    """'AllGather'、'all-gather'、'psum' 等写法 → COLLECTIVES 里的名字"""
-    key = re.sub(r"[\s_\-]", "", str(collective)).lower()
-    for alias, name in _ALIASES.items():
-        if alias.lower() == key:
-            return name
-    raise BenchError(f"未知的集合通信（collective）{collective!r}：可选 {', '.join(COLLECTIVES)}（也接受 psum 等别名）")
+    """'AllGather'、'all-gather'、'psum' 等写法 → COLLECTIVES 里的名字（`shardlab.names` 的唯一解析）
+
+    不认识的名字抛 `names.UnknownCollectiveError`（ValueError 的子类），消息里列出可选的名字。
+    """
+    return names.canonical(collective, COLLECTIVES)
+
+
+def known(coll: str) -> str:
+    """已解析的名字：不在 COLLECTIVES 里就报错（不做别名解析，那是 `canonical` 在入口做的事）"""
+    if coll not in DISPLAY:
+        raise BenchError(f"{coll!r} 不是解析过的集合通信名字：先用 canonical() 得到 {', '.join(COLLECTIVES)} 之一")
+    return coll
 
 
 # ---- 大小 ----
@@ -99,10 +107,11 @@ def default_sizes(profile: Any = "cpu") -> list[int]:
 
     profile 可以是档位名，也可以是 `runtime.Runtime`（只有一颗芯片时集合通信用 CPU 网格，按 cpu 取）。
     """
-    return parse_sizes(DEFAULT_SIZES[_kind(profile)])
+    return parse_sizes(DEFAULT_SIZES[profile_kind(profile)])
 
 
-def _kind(profile: Any) -> str:
+def profile_kind(profile: Any) -> str:
+    """'cpu' 或 'accelerator'：DEFAULT_SIZES 与 DEFAULT_TIMING 的键"""
     if hasattr(profile, "emulated_mesh"):
         return "cpu" if profile.emulated_mesh else "accelerator"
     return "cpu" if str(profile) == "cpu" else "accelerator"
@@ -121,12 +130,12 @@ def fmt_size(n: float) -> str:
 
 def nccl_size(collective: str, v_bytes: float, n: int) -> float:
     """nccl-tests 的 S（字节）：AllToAll 为 V/n（每个 rank 的发送缓冲区），其余为 V"""
-    return v_bytes / n if canonical(collective) == "all_to_all" else float(v_bytes)
+    return v_bytes / n if known(collective) == "all_to_all" else float(v_bytes)
 
 
 def bus_factor(collective: str, n: int) -> float:
     """busbw = algbw × 因子：AllReduce 2(n-1)/n；AllGather、ReduceScatter、AllToAll (n-1)/n；ppermute 1"""
-    coll = canonical(collective)
+    coll = known(collective)
     if coll == "ppermute":
         return 1.0
     return (2.0 if coll == "all_reduce" else 1.0) * (n - 1) / n
@@ -171,7 +180,7 @@ def predict(
     轴长等于某一物理维时按那一维（含 wraparound 判断）。ppermute（环上移一位）是一跳：
     max(t_hop, V/W_oneway)；GPU 为 V/W_nvlink（节点内）或 V/W_ib（跨节点）。
     """
-    coll = canonical(collective)
+    coll = known(collective)
     if coll == "ppermute":
         if isinstance(chip, hardware.GpuChip):
             w = chip.nvlink_bw_per_direction if n <= chip.gpus_per_node else chip.ib_bw_per_gpu

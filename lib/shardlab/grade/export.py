@@ -1,7 +1,8 @@
 """把笔记本里的答案导出成纯数据：生成注入到笔记本末尾（或答案单元之后）的代码
 
 导出的代码只用标准库，把答案变量转成 JSON 能表示的数（函数答案则在给定输入上调用后的结果），
-打印成一行 ``@@SHARDLAB-ANSWERS@@{...}``。答案表生成（make answer-key）和评分器都用它。
+打印成一行 ``@@SHARDLAB-ANSWERS@@{...}``。答案表的生成（``shardlab.grade.key``）和评分器都用它。
+每条记录是 ``{"value": x}``、``{"missing": true}``、``{"invalid": 类型名}``（不是数）或 ``{"error": 说明}`` 之一。
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 from dataclasses import dataclass
 
 MARKER = "@@SHARDLAB-ANSWERS@@"
+EXPORT_TAG = "autograder-export"  # 评分器注入的导出单元的标签
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ def __shardlab_export(spec):
         try:
             x = float(v)
         except Exception as exc:
-            return {{"error": "不是一个数：" + type(v).__name__}}
+            return {{"invalid": type(v).__name__}}
         return {{"value": x if math.isfinite(x) else str(x)}}
     out = {{}}
     for aid, var, kind, inputs in spec:

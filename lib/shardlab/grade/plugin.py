@@ -1,4 +1,4 @@
-"""评分沙箱里的 pytest 插件（``-p shardlab.grade_plugin``）：把导出单元的输出放进 JUnit 报告
+"""评分沙箱里的 pytest 插件（``-p shardlab.grade.plugin``）：把导出单元的输出放进 JUnit 报告
 
 nbval 的 JUnit 报告只说每个单元过没过，不含单元的输出。评分器注入的导出单元（标签 ``autograder-export``）
 打印一行 ``@@SHARDLAB-ANSWERS@@{...}``；本插件把这一行作为该测试用例的属性（``<property name="shardlab-export">``）
@@ -11,17 +11,15 @@ nbval 的 JUnit 报告只说每个单元过没过，不含单元的输出。评�
 from __future__ import annotations
 
 import pytest
+from nbval.kernel import RunningKernel
 
-from shardlab.export import MARKER
+from shardlab.grade.export import EXPORT_TAG, MARKER
 
-EXPORT_TAG = "autograder-export"
 _state = {"died": False}
 
 
 def pytest_configure(config):
     """记下内核是不是在 nbval 去中断它之前就已经退出了（os._exit、杀掉自己）：nbval 只会报超时"""
-    from nbval.kernel import RunningKernel
-
     original = RunningKernel.interrupt
 
     def interrupt(self):

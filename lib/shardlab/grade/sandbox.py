@@ -12,8 +12,8 @@
 * 资源限制（``setrlimit``，对每个进程）：地址空间、进程/线程数、单个文件大小、CPU 时间、core 文件；
   外加整份提交的墙钟时间（超时杀掉整个进程组）和读回的输出大小上限。
 
-没有 bubblewrap（或不是 root）时退到 ``mode == "rlimit"``：只有资源限制、独立的进程组和临时工作目录，
-没有命名空间；评分器会在 gradebook.json 里记下实际用的模式。
+``mode == "rlimit"`` 只有资源限制、独立的进程组和临时工作目录，没有命名空间，只用于可信的提交；
+评分器只在明确要求（``--sandbox rlimit``）时才这样运行，并在 gradebook.json 里记下实际用的模式。
 """
 
 from __future__ import annotations
@@ -31,12 +31,20 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import shardlab
+from shardlab.grade import redacted
+
 SANDBOX_HOME = "/home/student"
 NOTEBOOK_NAME = "graded.ipynb"
 RC_MARK = b"@@SHARDLAB-RC="
 LOG_MARK = b"@@SHARDLAB-LOG@@\n"
 JUNIT_MARK = b"@@SHARDLAB-JUNIT@@\n"
 MiB = 1 << 20
+PLUGIN = "shardlab.grade.plugin"  # 沙箱里的 pytest 插件（-p）
+# XLA 的模拟设备数标志；与 shardlab.runtime 的同名标志一致（这里不 import runtime，评分器不依赖 JAX 层）
+XLA_DEVICE_FLAG = "--xla_force_host_platform_device_count"
+REDACTED = Path(redacted.__file__).parent  # 替换 answers.py、check.py 的两个文件
+PACKAGE = Path(shardlab.__file__).resolve().parent  # 评分器自己的 shardlab 包；沙箱里同一路径挂的是去掉参考算法的副本
 
 
 @dataclass(frozen=True)
@@ -68,52 +76,43 @@ class RunResult:
     stderr_tail: str = ""
 
 
+def bwrap_problem() -> str | None:
+    """为什么用不了 bubblewrap 沙箱；能用时为 None"""
+    if os.environ.get("SHARDLAB_GRADE_SANDBOX") == "rlimit":
+        return "环境变量 SHARDLAB_GRADE_SANDBOX=rlimit"
+    if os.geteuid() != 0:
+        return "评分器不是以 root 运行（换成非特权 uid 需要 root）"
+    missing = [tool for tool in ("bwrap", "setpriv") if not shutil.which(tool)]
+    if missing:
+        return "找不到 " + "、".join(missing) + "（apt-get install bubblewrap util-linux）"
+    try:
+        probe = subprocess.run(
+            ["bwrap", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc", "true"],
+            capture_output=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"试运行 bwrap 失败：{exc}"
+    if probe.returncode != 0:
+        err = probe.stderr.decode("utf-8", "replace").strip()[-500:]
+        return f"试运行 bwrap 失败（退出码 {probe.returncode}）：{err}"
+    return None
+
+
 def detect_mode() -> str:
     """'bwrap'（命名空间 + 换 uid + 资源限制）或 'rlimit'（只有资源限制）"""
-    if os.environ.get("SHARDLAB_GRADE_SANDBOX") == "rlimit":
-        return "rlimit"
-    if os.geteuid() == 0 and shutil.which("bwrap") and shutil.which("setpriv"):
-        try:
-            probe = subprocess.run(
-                ["bwrap", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc", "true"],
-                capture_output=True,
-                timeout=20,
-            )
-            if probe.returncode == 0:
-                return "bwrap"
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return "rlimit"
+    return "bwrap" if bwrap_problem() is None else "rlimit"
 
 
-def stage_library(lib_dir: Path, dest: Path) -> Path:
-    """把 shardlab 复制到 dest/shardlab，并把含参考算法的两个模块换成不含参考值的版本"""
+def stage_library(dest: Path) -> Path:
+    """把 shardlab 复制到 dest/shardlab，并把含参考算法的两个模块换成不含参考值的版本（redacted/ 里的文件）"""
     pkg = dest / "shardlab"
-    shutil.copytree(lib_dir / "shardlab", pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (pkg / "answers.py").write_text(_REDACTED_ANSWERS, encoding="utf-8")
-    (pkg / "check.py").write_text(_REDACTED_CHECK, encoding="utf-8")
+    shutil.copytree(PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("answers.py", "check.py"):
+        shutil.copyfile(REDACTED / name, pkg / name)
     for path in [dest, *dest.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return pkg
-
-
-_REDACTED_ANSWERS = '''"""评分沙箱里的 shardlab.answers：参考算法与参考值不在这里（评分在沙箱外进行）"""
-
-
-def __getattr__(name):
-    raise AttributeError(f"评分时不提供 shardlab.answers.{name}：参考答案只在评分器进程里")
-'''
-
-_REDACTED_CHECK = '''"""评分沙箱里的 shardlab.check：自检在评分时不运行（评分在沙箱外进行）"""
-
-
-def check(answer_id, value):
-    print(f"… {answer_id}：评分时不运行自检")
-
-
-def evaluate(answer_id, value):
-    raise RuntimeError("评分时不提供自检")
-'''
 
 
 def _python_roots() -> list[str]:
@@ -127,9 +126,9 @@ def _python_roots() -> list[str]:
 class Sandbox:
     """运行 ``pytest --nbval-lax`` 的沙箱；一个实例可以被多个线程同时使用"""
 
-    def __init__(self, lib_dir: Path, staged_lib: Path, limits: Limits, mode: str | None = None):
-        self.lib_dir = Path(lib_dir).resolve()
-        self.staged_lib = Path(staged_lib)
+    def __init__(self, staged: Path, limits: Limits, mode: str | None = None):
+        """staged：stage_library 返回的 shardlab 副本（一个包目录）"""
+        self.staged = Path(staged)
         self.limits = limits
         self.mode = mode or detect_mode()
         self._procs: set[subprocess.Popen] = set()
@@ -153,7 +152,7 @@ class Sandbox:
             "PYDEVD_DISABLE_FILE_VALIDATION": "1",
             "COURSE_PROFILE": "cpu",
             "JAX_PLATFORMS": "cpu",
-            "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+            "XLA_FLAGS": f"{XLA_DEVICE_FLAG}=8",
             "TF_CPP_MIN_LOG_LEVEL": "3",
         }
 
@@ -171,7 +170,7 @@ class Sandbox:
             "-p",
             "nbval.plugin",
             "-p",
-            "shardlab.grade_plugin",
+            PLUGIN,
             "-p",
             "no:cacheprovider",
             "--nbval-lax",
@@ -212,7 +211,7 @@ class Sandbox:
                 argv += ["--ro-bind", str(path), str(path)]
         # 先挂私有的 /tmp，再挂只读目录：仓库或虚拟环境本身可能就在 /tmp 下（例如 CI 的克隆），后挂的才不会被盖住
         argv += ["--perms", "1777", "--size", str(lim.tmp_bytes), "--tmpfs", "/tmp"]
-        binds = [(root, root) for root in _python_roots()] + [(str(self.staged_lib), str(self.lib_dir))]
+        binds = [(root, root) for root in _python_roots()] + [(str(self.staged), str(PACKAGE))]
         parents = sorted({str(p) for _, dest in binds for p in Path(dest).parents if str(p) not in ("/", "/usr")})
         for parent in parents:  # bwrap 自己建的上级目录是 0700，非特权 uid 进不去
             argv += ["--perms", "0755", "--dir", parent]
@@ -258,7 +257,7 @@ class Sandbox:
             if self.mode != "bwrap":
                 shutil.copy(graded_notebook, workdir / NOTEBOOK_NAME)
                 env = self._env(str(workdir))
-                env["PYTHONPATH"] = str(self.staged_lib)
+                env["PYTHONPATH"] = str(self.staged.parent)
             else:
                 env = {"PATH": "/usr/bin:/bin"}
             argv, cwd = self.command(graded_notebook, workdir, uid)

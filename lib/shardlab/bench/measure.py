@@ -1,4 +1,4 @@
-"""集合通信基准（benchmark）：按大小扫一遍，计时，并与代价模型的预测并排
+"""在 JAX 设备上计时：集合通信的扫描（`run_sweep`）与单芯片 matmul（`time_matmul`）
 
 用法（笔记本）::
 
@@ -6,10 +6,11 @@
     res = bench.run_sweep()                 # 五种集合通信 × 默认大小
     print(res.table()); res.plot("bench.png"); res.to_csv("bench.csv")
 
-命令行：``python -m shardlab.bench --help``（见 `shardlab.bench_cli`）；跨进程：`shardlab.bench_multiprocess`。
+命令行：``python -m shardlab.bench --help``（`shardlab.bench.cli`）；跨进程：`shardlab.bench.multiprocess`。
 
 计时方法：每个（集合通信, 大小）只 jit 一次，先预热（warm-up）几次，再重复
 ``fn(x).block_until_ready()``，用 ``time.perf_counter`` 计时，报告中位数（median）与 p10/p90、min/max。
+全包只有一种中位数：``numpy.median``（偶数个样本取中间两个的平均）。
 
 大小 V 与代价模型（`shardlab.cost.estimate`）的约定相同：AllGather 是收集后的整个数组；
 ReduceScatter / AllReduce 是每个设备本地未规约的缓冲区；AllToAll 是整个数组（每个设备持有 V/N）；
@@ -35,138 +36,48 @@ ppermute（SendRecv）    每个 rank 送出的缓冲区                   S = V
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
-import json
-import math
 import platform
 import socket
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from shardlab import cost, hardware, units
-from shardlab.bench_model import (  # noqa: F401  公开名字从这里重新导出
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import NamedSharding
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from shardlab import collectives, cost, hardware, runtime, units
+from shardlab.bench.model import (
     COLLECTIVES,
-    DEFAULT_SIZES,
     DEFAULT_TIMING,
     DISPLAY,
     EMULATED_NOTE,
     MIN_REPEATS,
     BenchError,
-    _kind,
-    bandwidths,
-    bus_factor,
     canonical,
     collective_chip,
-    crossover_bytes,
     default_sizes,
     fmt_size,
-    nccl_size,
-    parse_size,
+    known,
     parse_sizes,
-    predict,
+    profile_kind,
     round_size,
     tpu_slice_shape,
 )
-from shardlab.notebook import text_table
-
-# ---- 结果 ----
-
-
-@dataclass
-class BenchRow:
-    """一次（集合通信, 大小）测量；时间单位秒，带宽 bytes/s，bytes 即 V"""
-
-    collective: str
-    bytes: int
-    n: int
-    s_bytes: float
-    dtype: str
-    repeats: int
-    median_s: float
-    p10_s: float
-    p90_s: float
-    min_s: float
-    max_s: float
-    algbw: float
-    busbw: float
-    predicted_s: float
-    ratio: float
-    regime: str
-    model_valid: bool
-    chip: str
-
-
-@dataclass
-class BenchResult:
-    rows: list[BenchRow]
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    def to_csv(self, path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=[x.name for x in fields(BenchRow)])
-            writer.writeheader()
-            writer.writerows(asdict(r) for r in self.rows)
-        return path
-
-    def to_json(self, path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"metadata": self.metadata, "rows": [asdict(r) for r in self.rows]}
-        path.write_text(json.dumps(data, ensure_ascii=False, indent=1, allow_nan=True))
-        return path
-
-    @classmethod
-    def from_json(cls, path) -> BenchResult:
-        data = json.loads(Path(path).read_text())
-        return cls([BenchRow(**r) for r in data["rows"]], data.get("metadata", {}))
-
-    @classmethod
-    def from_csv(cls, path) -> BenchResult:
-        types = {x.name: x.type for x in fields(BenchRow)}
-        conv = {"int": int, "float": float, "str": str, "bool": lambda s: s == "True"}
-        with Path(path).open() as f:
-            rows = [BenchRow(**{k: conv[types[k]](v) for k, v in r.items()}) for r in csv.DictReader(f)]
-        return cls(rows)
-
-    def table(self) -> str:
-        """纯文本表格（print 用）"""
-        head = ("collective", "V", "median", "p10–p90", "busbw", "predicted", "meas/pred", "regime")
-        body = [
-            (
-                DISPLAY[r.collective],
-                fmt_size(r.bytes),
-                units.fmt_time(r.median_s),
-                f"{units.fmt_time(r.p10_s)}–{units.fmt_time(r.p90_s)}",
-                units.fmt_bw(r.busbw),
-                units.fmt_time(r.predicted_s) if math.isfinite(r.predicted_s) else "—",
-                f"{r.ratio:.3g}" + ("" if r.model_valid else "*"),
-                r.regime,
-            )
-            for r in self.rows
-        ]
-        lines = [text_table(head, body)]
-        if any(not r.model_valid for r in self.rows):
-            lines.append("* " + EMULATED_NOTE)
-        return "\n".join(lines)
-
-    def plot(self, target=None, **kw):
-        """时间与 busbw 随大小变化的双对数图；target 为路径（保存并返回路径）、一个或两个 ax，或 None（返回 fig）"""
-        from shardlab.bench_plot import plot_result
-
-        return plot_result(self, target, **kw)
-
+from shardlab.bench.result import BenchResult, BenchRow, summarize
 
 # ---- 计时 ----
 
 
-def _timing_defaults(rt, repeats, warmup, budget_s):
-    r, w, b = DEFAULT_TIMING[_kind(rt)]
+def timing_defaults(rt, repeats=None, warmup=None, budget_s=None) -> tuple[int, int, float]:
+    """(repeats, warmup, budget_s)：省略的按档位取 DEFAULT_TIMING"""
+    r, w, b = DEFAULT_TIMING[profile_kind(rt)]
     return (r if repeats is None else repeats), (w if warmup is None else warmup), (b if budget_s is None else budget_s)
 
 
@@ -191,15 +102,11 @@ def time_call(fn, *args, repeats: int = 10, warmup: int = 2, budget_s: float | N
 
 
 def make_input(collective: str, v_bytes: int, mesh, axis: str, dtype: str = "float32"):
-    """按 `collectives.block_spec` 分片的一维输入；网格位置为 k 的设备的块全是 k（跨进程也直接在设备上生成）"""
-    import jax
-    import jax.numpy as jnp
-    from jax import lax
-    from jax.sharding import NamedSharding
+    """按 `collectives.block_spec` 分片的一维输入；网格位置为 k 的设备的块全是 k（跨进程也直接在设备上生成）
 
-    from shardlab import collectives
-
-    coll, n, itemsize = canonical(collective), mesh.shape[axis], jnp.dtype(dtype).itemsize
+    collective 是解析过的名字（`model.canonical` 的结果），这里不再解析。
+    """
+    coll, n, itemsize = known(collective), mesh.shape[axis], jnp.dtype(dtype).itemsize
     per_dev = v_bytes // n if coll in ("all_gather", "all_to_all") else v_bytes
     b = per_dev // itemsize
     if b * itemsize != per_dev or (coll in ("reduce_scatter", "all_to_all") and b % n):
@@ -214,53 +121,23 @@ def make_input(collective: str, v_bytes: int, mesh, axis: str, dtype: str = "flo
 
 
 def build_fn(collective: str, mesh, axis: str):
-    """`collectives.build` 编好的全局函数；ppermute 是环上移一位"""
-    from shardlab import collectives
-
-    coll = canonical(collective)
+    """`collectives.build` 编好的全局函数（collective 是解析过的名字）；ppermute 是环上移一位"""
+    coll = known(collective)
     params: dict[str, Any] = {}
     if coll == "ppermute":
         params["perm"] = collectives.shift_perm(mesh.shape[axis], 1)
     return collectives.build(coll, mesh, axis, **params)
 
 
-def summarize(collective, v_bytes, n, times, *, dtype, chip, slice_shape=None) -> BenchRow:
-    """由一组计时得到一行：中位数、p10/p90、algbw/busbw、预测与 measured/predicted"""
-    import numpy as np
-
-    t = np.asarray(times, dtype=float)
-    med = float(np.median(t))
-    algbw, busbw = bandwidths(collective, v_bytes, n, med)
-    try:
-        pred, regime, _ = predict(collective, v_bytes, n, chip, slice_shape=slice_shape)
-    except (BenchError, ValueError):
-        pred, regime = math.nan, "unknown"
-    return BenchRow(
-        collective=canonical(collective),
-        bytes=int(v_bytes),
-        n=n,
-        s_bytes=nccl_size(collective, v_bytes, n),
-        dtype=str(dtype),
-        repeats=len(t),
-        median_s=med,
-        p10_s=float(np.percentile(t, 10)),
-        p90_s=float(np.percentile(t, 90)),
-        min_s=float(t.min()),
-        max_s=float(t.max()),
-        algbw=algbw,
-        busbw=busbw,
-        predicted_s=pred,
-        ratio=med / pred if pred and math.isfinite(pred) else math.nan,
-        regime=regime,
-        model_valid=not chip.emulated,
-        chip=chip.name,
-    )
+def target_chip(rt, mesh) -> tuple[hardware.Chip, tuple[int, ...] | None]:
+    """(集合通信网格所在的芯片, TPU 的物理切片形状或 None)：预测要用的两样，测量开始前定一次"""
+    chip = collective_chip(rt)
+    slice_shape = tpu_slice_shape(mesh.devices.flat, chip.torus_dims) if isinstance(chip, hardware.TpuChip) else None
+    return chip, slice_shape
 
 
 def metadata(rt, mesh, axis: str, **extra) -> dict[str, Any]:
     """写进 JSON 的环境信息"""
-    import jax
-
     dev = mesh.devices.flat[0]
     return {
         "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -280,14 +157,54 @@ def metadata(rt, mesh, axis: str, **extra) -> dict[str, Any]:
     }
 
 
-def _progress(enabled: bool):
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+def progress_bar(enabled: bool) -> Progress:
+    """stderr 上的进度条；不是终端或 Jupyter 时不显示"""
     console = Console(stderr=True)
     on = enabled and (console.is_terminal or console.is_jupyter)
     cols = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     return Progress(*cols, console=console, disable=not on, transient=False)
+
+
+Check = Callable[[str, Any, Any, str], str]
+
+
+def measure_rows(
+    mesh,
+    axis: str,
+    colls: Sequence[str],
+    sizes: Sequence[int],
+    *,
+    chip: hardware.Chip,
+    slice_shape: Sequence[int] | None = None,
+    repeats: int,
+    warmup: int,
+    budget_s: float | None,
+    dtype: str = "float32",
+    progress: bool = False,
+    check: Check | None = None,
+) -> tuple[list[BenchRow], dict[str, str]]:
+    """扫描的唯一循环：对每种（解析过的）集合通信、每个大小建输入、计时、汇总成一行
+
+    sizes 先按 `round_size` 取整（去重、排序）；check(coll, y, mesh, axis) 给出时，计时前先检查一次输出，
+    结果以 ``"coll:V"`` 为键返回（跨进程的 worker 用它核对 psum 的值）。
+    """
+    n = mesh.shape[axis]
+    vs = sorted({round_size(v, n, jnp.dtype(dtype).itemsize) for v in sizes})
+    rows, checks = [], {}
+    with progress_bar(progress) as bar:
+        task = bar.add_task("benchmark", total=len(colls) * len(vs))
+        for coll in colls:
+            fn = build_fn(coll, mesh, axis)
+            for v in vs:
+                bar.update(task, description=f"{DISPLAY[coll]:<13} {fmt_size(v):>8}")
+                x = make_input(coll, v, mesh, axis, dtype)
+                if check is not None:
+                    checks[f"{coll}:{v}"] = check(coll, fn(x), mesh, axis)
+                times = time_call(fn, x, repeats=repeats, warmup=warmup, budget_s=budget_s)
+                del x
+                rows.append(summarize(coll, v, n, times, dtype=dtype, chip=chip, slice_shape=slice_shape))
+                bar.advance(task)
+    return rows, checks
 
 
 def run_sweep(
@@ -309,34 +226,27 @@ def run_sweep(
     sizes：字节数列表或 `parse_sizes` 的写法；省略时为 `default_sizes(rt)`。每个大小先用 `round_size` 取整。
     repeats / warmup / budget_s 省略时按档位取 DEFAULT_TIMING。
     """
-    from shardlab import runtime
-
     rt = rt if rt is not None else runtime.setup()
     mesh = mesh if mesh is not None else rt.mesh((rt.n_devices,), (axis,))
     if axis not in mesh.shape:
         raise BenchError(f"网格没有轴 {axis!r}：网格的轴是 {tuple(mesh.shape)}")
     colls = [canonical(c) for c in ([collectives] if isinstance(collectives, str) else collectives)]
-    n = mesh.shape[axis]
-    import jax.numpy as jnp
-
-    itemsize = jnp.dtype(dtype).itemsize
     raw = default_sizes(rt) if sizes is None else parse_sizes(sizes)
-    vs = sorted({round_size(v, n, itemsize) for v in raw})
-    repeats, warmup, budget_s = _timing_defaults(rt, repeats, warmup, budget_s)
-    chip = collective_chip(rt)
-    slice_shape = tpu_slice_shape(mesh.devices.flat, chip.torus_dims) if isinstance(chip, hardware.TpuChip) else None
-    rows = []
-    with _progress(progress) as bar:
-        task = bar.add_task("benchmark", total=len(colls) * len(vs))
-        for coll in colls:
-            fn = build_fn(coll, mesh, axis)
-            for v in vs:
-                bar.update(task, description=f"{DISPLAY[coll]:<13} {fmt_size(v):>8}")
-                x = make_input(coll, v, mesh, axis, dtype)
-                times = time_call(fn, x, repeats=repeats, warmup=warmup, budget_s=budget_s)
-                del x
-                rows.append(summarize(coll, v, n, times, dtype=dtype, chip=chip, slice_shape=slice_shape))
-                bar.advance(task)
+    repeats, warmup, budget_s = timing_defaults(rt, repeats, warmup, budget_s)
+    chip, slice_shape = target_chip(rt, mesh)
+    rows, _ = measure_rows(
+        mesh,
+        axis,
+        colls,
+        raw,
+        chip=chip,
+        slice_shape=slice_shape,
+        repeats=repeats,
+        warmup=warmup,
+        budget_s=budget_s,
+        dtype=dtype,
+        progress=progress,
+    )
     meta = metadata(rt, mesh, axis, chip=chip.name, repeats=repeats, warmup=warmup, budget_s=budget_s, dtype=dtype)
     return BenchResult(rows, meta)
 
@@ -373,23 +283,17 @@ def demo_matmul_shape(profile: Any = "cpu") -> tuple[int, int, int]:
 
 
 def time_matmul(m: int, k: int, n: int, dtype: str | None = None, device=None, *, rt=None, repeats=10, warmup=2):
-    """单芯片 matmul 的实测 FLOP/s，与芯片 bf16 峰值比较；device 默认 ``rt.compute_device``
+    """单芯片 matmul 的实测 FLOP/s（中位数，numpy.median），与芯片 bf16 峰值比较；device 默认 ``rt.compute_device``
 
     dtype 默认：加速器 bfloat16，CPU float32（CPU 的 bf16 matmul 很慢，没有代表性）。
     """
-    import jax
-    import jax.numpy as jnp
-
-    from shardlab import runtime
-
     if device is None:
         device = (rt if rt is not None else runtime.setup()).compute_device
     on_cpu = device.platform == "cpu"
     dtype = dtype or ("float32" if on_cpu else "bfloat16")
     a = jax.device_put(jnp.ones((m, k), dtype), device)
     b = jax.device_put(jnp.ones((k, n), dtype), device)
-    times = time_call(jax.jit(jnp.matmul), a, b, repeats=repeats, warmup=warmup)
-    med = sorted(times)[len(times) // 2]
+    med = float(np.median(time_call(jax.jit(jnp.matmul), a, b, repeats=repeats, warmup=warmup)))
     try:
         chip = hardware.from_device_kind(device.device_kind)
     except hardware.UnknownChipError:
@@ -408,11 +312,3 @@ def time_matmul(m: int, k: int, n: int, dtype: str | None = None, device=None, *
         flops / med / chip.flops_bf16,
         chip.emulated,
     )
-
-
-if __name__ == "__main__":  # pragma: no cover - python -m shardlab.bench
-    import sys
-
-    from shardlab.bench_cli import main
-
-    sys.exit(main())

@@ -9,28 +9,9 @@ import os
 import tempfile
 from pathlib import Path
 
-CSV_FIELDS = ["student", "problem", "points", "max_points", "status", "message"]
+from shardlab.grade import status as st
 
-STATUS_TEXT = {
-    "correct": "正确",
-    "wrong": "不对",
-    "missing": "未作答",
-    "invalid": "答案类型不对",
-    "error": "出错",
-    "timeout": "超时",
-    "kernel-died": "内核退出",
-    "crashed": "评分进程崩溃",
-    "no-export": "没有导出答案",
-    "missing-cell": "找不到答案单元",
-    "duplicate-tag": "答案标签重复",
-    "reordered": "答案单元顺序被调换",
-    "not-json": "不是 JSON",
-    "not-notebook": "不是笔记本",
-    "nbformat-3": "nbformat 3",
-    "too-large": "文件太大",
-    "unrelated-notebook": "不是本章的笔记本",
-    "unreadable": "读不了文件",
-}
+CSV_FIELDS = ["student", "problem", "points", "max_points", "status", "message"]
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -89,14 +70,14 @@ def feedback_markdown(res: dict) -> str:
     if res.get("chapter"):
         lines.append(f"- 第 {res['chapter']} 章练习")
     lines.append(f"- 得分：**{_num(res['points'])} / {_num(res['max_points'])}**")
-    if res["status"] != "graded":
-        lines.append(f"- 整份提交：{STATUS_TEXT.get(res['status'], res['status'])}。{res.get('message', '')}")
+    if res["status"] != st.GRADED:
+        lines.append(f"- 整份提交：{st.text(res['status'])}。{res.get('message', '')}")
     for note in res.get("notes", []):
         lines.append(f"- 注意：{note}")
     lines += ["", "## 各题", ""]
     for prob in res["problems"]:
         mark = "✓" if prob["points"] >= prob["max_points"] > 0 else "✗"
-        status = STATUS_TEXT.get(prob["status"], prob["status"])
+        status = st.text(prob["status"])
         msg = prob.get("message", "")
         where = f"第 {prob['cell']} 个单元，" if prob.get("cell") else ""
         text = msg if msg.startswith(status) else f"{status}。{msg}"

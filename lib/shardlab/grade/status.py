@@ -1,0 +1,70 @@
+"""评分器的全部状态和它们的中文说明：一处定义，成绩册、反馈和测试都用这里的名字
+
+每道题的判定 ``correct`` / ``wrong`` / ``missing`` / ``invalid`` 由自检（``shardlab.check``）定义，这里只引用；
+其余是评分器自己的状态：运行出的问题、结构问题（按题）和整份提交的问题。
+"""
+
+from __future__ import annotations
+
+from shardlab.check import CORRECT, INVALID, MISSING, WRONG
+
+# ---- 每道题：运行中出的问题 ----
+ERROR = "error"
+TIMEOUT = "timeout"
+KERNEL_DIED = "kernel-died"
+CRASHED = "crashed"
+NO_EXPORT = "no-export"
+NO_KEY = "no-key"
+# ---- 每道题：结构问题 ----
+MISSING_CELL = "missing-cell"
+DUPLICATE_TAG = "duplicate-tag"
+REORDERED = "reordered"
+# ---- 整份提交 ----
+GRADED = "graded"
+NOT_JSON = "not-json"
+NOT_NOTEBOOK = "not-notebook"
+NBFORMAT_3 = "nbformat-3"
+TOO_LARGE = "too-large"
+UNRELATED = "unrelated-notebook"
+UNREADABLE = "unreadable"
+GRADER_ERROR = "grader-error"
+
+TEXT = {
+    CORRECT: "正确",
+    WRONG: "不对",
+    MISSING: "未作答",
+    INVALID: "答案类型不对",
+    ERROR: "出错",
+    TIMEOUT: "超时",
+    KERNEL_DIED: "内核退出",
+    CRASHED: "评分进程崩溃",
+    NO_EXPORT: "没有导出答案",
+    NO_KEY: "答案表里没有这道题",
+    MISSING_CELL: "找不到答案单元",
+    DUPLICATE_TAG: "答案标签重复",
+    REORDERED: "答案单元顺序被调换",
+    GRADED: "已评分",
+    NOT_JSON: "不是 JSON",
+    NOT_NOTEBOOK: "不是笔记本",
+    NBFORMAT_3: "nbformat 3",
+    TOO_LARGE: "文件太大",
+    UNRELATED: "不是本章的笔记本",
+    UNREADABLE: "读不了文件",
+    GRADER_ERROR: "评分器出错",
+}
+
+# 整份提交出问题时，反馈里的一句说明（每道题都记这个状态，0 分）
+SUBMISSION_MESSAGES = {
+    NOT_JSON: "文件不是 JSON，打不开（是不是把别的文件改成了 .ipynb，或者保存时出错了？）",
+    NOT_NOTEBOOK: "文件是 JSON，但不是 Jupyter 笔记本",
+    NBFORMAT_3: "笔记本是旧的 nbformat 3 格式；请在新版 Jupyter 里打开并另存为 nbformat 4 再提交",
+    TOO_LARGE: "文件太大；请清除输出后再提交",
+    UNRELATED: "这个笔记本里没有本章的任何答案单元（答案 id 标签），看起来不是本章的练习",
+    UNREADABLE: "读不了这个文件",
+    GRADER_ERROR: "评分器在评这份提交时自己出错了（不是学生的错）；请把 gradebook.json 里的原因报告给维护者",
+}
+
+
+def text(status: str) -> str:
+    """状态的中文说明；不认识的状态原样返回"""
+    return TEXT.get(status, status)

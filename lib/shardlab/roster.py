@@ -1,0 +1,114 @@
+"""花名册（roster）：教师给出的学生名单，CSV，至少有 ``id`` 与 ``name`` 两列
+
+学生 id 同时是个人版的文件夹名（``OUT/<id>/``）和评分时认提交的依据（``<id>/…`` 或 ``<id>_….ipynb``），
+所以它必须能安全地当文件夹名：字母（含中文）、数字、``_``、``.``、``-``，不以 ``.`` 或 ``-`` 开头，最长 64 个字符；
+只差大小写的两个 id 在不区分大小写的文件系统（Windows、macOS）上会落进同一个文件夹，也算重复。
+读入时逐行检查，所有问题一起报告（中文说明，带行号和英文关键词），不会只报第一个。
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+REQUIRED = ("id", "name")
+MAX_ID = 64
+_SAFE_ID = re.compile(r"^[^\W_][\w.-]*$")
+_WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+
+
+class RosterError(ValueError):
+    """花名册有问题；message 列出每一处（行号从 1 开始，表头是第 1 行）"""
+
+
+@dataclass(frozen=True)
+class Student:
+    id: str
+    name: str
+    row: int  # 在 CSV 里的行号（表头是第 1 行）
+
+
+def id_problem(sid: str) -> str | None:
+    """sid 作为学生 id（也是文件夹名）有什么问题；没有问题时返回 None"""
+    if not sid:
+        return "学生 id（id）是空的"
+    if len(sid) > MAX_ID:
+        return f"学生 id（id）{sid[:20]!r}… 超过 {MAX_ID} 个字符"
+    if not _SAFE_ID.match(sid) or ".." in sid:
+        return (
+            f"学生 id（id）{sid!r} 不能安全地用作文件夹名（folder name）："
+            '只能用字母（含中文）、数字、_ . -，以字母或数字开头，不能含 ..、空格或 / \\ : * ? " < > |'
+        )
+    if sid.split(".")[0].lower() in _WINDOWS_RESERVED:
+        return f"学生 id（id）{sid!r} 是 Windows 的保留文件名（reserved name）"
+    return None
+
+
+def parse(text: str, source: str = "花名册") -> list[Student]:
+    """解析花名册文本；有任何问题时抛出 RosterError，一次列出全部问题"""
+    text = text.lstrip("\ufeff")  # Excel 存的 UTF-8 CSV 带 BOM
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise RosterError(f"{source}是空的：第一行应当是表头（header）id,name") from None
+    except csv.Error as exc:
+        raise RosterError(f"{source}不是合法的 CSV：{exc}") from None
+    cols = [h.strip().lower() for h in header]
+    missing = [c for c in REQUIRED if c not in cols]
+    if missing:
+        raise RosterError(
+            f"{source}缺少列（column）{'、'.join(missing)}：第一行应当是表头（header），至少有 id,name 两列；"
+            f"现在的表头是 {','.join(header) or '（空）'}"
+        )
+    i_id, i_name = cols.index("id"), cols.index("name")
+    problems, students, seen = [], [], {}
+    try:
+        for row_no, row in enumerate(reader, start=2):
+            if not any(cell.strip() for cell in row):
+                continue  # 空行
+            if len(row) <= max(i_id, i_name):
+                problems.append(f"第 {row_no} 行：列数不够（缺少 id 或 name 列，missing column）")
+                continue
+            sid, name = row[i_id].strip(), row[i_name].strip()
+            bad = id_problem(sid)
+            if bad:
+                problems.append(f"第 {row_no} 行：{bad}")
+                continue
+            if not name:
+                problems.append(f"第 {row_no} 行：学生 {sid} 的姓名（name）是空的")
+            folded = sid.casefold()
+            if folded in seen:
+                first = seen[folded]
+                same = "相同" if first.id == sid else f"只差大小写（与 {first.id!r}）"
+                problems.append(f"第 {row_no} 行：学生 id 重复（duplicate id）{sid!r}，与第 {first.row} 行{same}")
+                continue
+            student = Student(sid, name, row_no)
+            seen[folded] = student
+            students.append(student)
+    except csv.Error as exc:
+        problems.append(f"第 {reader.line_num} 行：不是合法的 CSV（{exc}）")
+    if problems:
+        raise RosterError(f"{source}有 {len(problems)} 处问题：\n" + "\n".join(f"  - {p}" for p in problems))
+    if not students:
+        raise RosterError(f"{source}里没有学生：表头之后至少要有一行 id,name")
+    return students
+
+
+def read(path: str | Path) -> list[Student]:
+    """读花名册文件（UTF-8，可以带 BOM）"""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RosterError(f"读不了花名册（roster）{path}：{exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RosterError(
+            f"花名册（roster）{path} 不是 UTF-8 编码（encoding）：在 Excel 里另存为 “CSV UTF-8”，或用 iconv 转换"
+        ) from None
+    return parse(text, f"花名册（roster）{path} ")

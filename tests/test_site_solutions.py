@@ -1,0 +1,158 @@
+"""网站上的解答（tools/site_check.py 的浏览器）：题目看得见，每道题的解答折叠着，点开才看到；练习页不显示“未作答”
+
+网站来自 SHARDLAB_SITE（make test-site 构建的 _build/html）或 conftest.py 的 built_site；没有 Chromium 时跳过（CI 里失败）。
+"""
+
+import os
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tools import make_exercises, site_check  # noqa: E402
+
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+SOLUTION_PAGES = [p for p in site_check.toc_pages() if p.startswith("solutions/")]
+EXERCISE_PAGES = [p for p in site_check.toc_pages() if p.startswith("exercises/")]
+
+_STATE_JS = r"""
+() => {
+  // 关着的 <details> 里的内容在 Chromium 里仍有尺寸（content-visibility），所以另外判断
+  const shown = e => { const r = e.getBoundingClientRect(); const s = getComputedStyle(e);
+                       const closed = e.closest("details:not([open])");
+                       const inSummary = closed && closed.querySelector("summary").contains(e);
+                       return s.display !== "none" && s.visibility !== "hidden" && r.width > 0 && r.height > 0
+                              && (!closed || inSummary) && (!e.checkVisibility || e.checkVisibility()); };
+  const cells = sel => Array.from(document.querySelectorAll(sel));
+  const input = c => c.querySelector(".cell_input");
+  const worked = () => cells("div.admonition").filter(d => {   // 每段解答文字：标题是“问题 N：解答”
+    const t = d.querySelector(".admonition-title"); return t && /^问题\s*\d+：解答/.test(t.textContent.trim()); });
+  return {
+    problems: cells("section[id^='ch']").filter(s => /-sol-p\d+$/.test(s.id)).map(s => s.id)
+      .concat(cells("span[id*='-sol-p']").map(s => s.id)),
+    headingsShown: cells("h2").filter(h => /问题\s*\d+/.test(h.textContent)).filter(shown).length,
+    dropdowns: worked().length,
+    dropdownBodiesShown: worked().filter(d =>
+        Array.from(d.children).filter(c => !c.classList.contains("admonition-title")).some(shown)).length,
+    answerCells: cells("div.cell").filter(c => /(^| )tag_ch\d\d-p/.test(c.className)).length,
+    answerInputsShown: cells("div.cell").filter(c => /(^| )tag_ch\d\d-p/.test(c.className))
+        .filter(c => input(c) && shown(input(c))).length,
+    solutionCells: cells("div.cell.tag_solution").length,
+    solutionCellsShown: cells("div.cell.tag_solution").filter(c =>
+        Array.from(c.querySelectorAll(".cell_input, .cell_output")).some(shown)).length,
+    checkMarks: document.body.innerText.split("✓").length - 1,
+    unanswered: cells(".cell_output").filter(shown).filter(o => o.innerText.includes("未作答")).length,
+    solutionLinks: cells("a[href*='-sol-p']").map(a => a.href),
+  };
+}
+"""
+
+
+def _chromium_or_skip() -> str:
+    chromium = site_check.find_chromium()
+    reason = None
+    if chromium is None:
+        reason = "没有找到 Chromium（Debian：apt-get install chromium；或设 CHROMIUM=/路径）"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            reason = "没有安装 playwright（运行 make venv）"
+    if reason:
+        if IN_CI:
+            pytest.fail(f"CI 必须运行浏览器测试：{reason}")
+        pytest.skip(f"跳过浏览器测试：{reason}")
+    return chromium
+
+
+@pytest.fixture(scope="module")
+def site(request) -> Path:
+    given = os.environ.get("SHARDLAB_SITE")
+    if given:
+        return Path(given)
+    return request.getfixturevalue("built_site")
+
+
+@pytest.fixture(scope="module")
+def states(site):
+    """每页：加载时的状态，以及点开第一个折叠的解答之后它是否显示出来"""
+    from playwright.sync_api import sync_playwright
+
+    chromium = _chromium_or_skip()
+    out = {}
+    with site_check.SiteServer(site) as server, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=site_check.CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport=site_check.VIEWPORT, locale="zh-CN")
+            context.route(
+                "**/*",
+                lambda r: r.continue_() if urlparse(r.request.url).hostname == site_check.HOST else r.abort(),
+            )
+            page = context.new_page()
+            for name in SOLUTION_PAGES + EXERCISE_PAGES:
+                page.goto(server.base + name + ".html", wait_until="load")
+                state = page.evaluate(_STATE_JS)
+                if name in SOLUTION_PAGES and state["dropdowns"]:
+                    page.locator(".dropdown.admonition .admonition-title").first.click()  # 点开第一段解答
+                    page.wait_for_timeout(300)
+                    state["afterClick"] = page.evaluate(_STATE_JS)["dropdownBodiesShown"]
+                out[name] = state
+        finally:
+            browser.close()
+    return out
+
+
+def test_solutions_are_pages_of_the_site():
+    assert SOLUTION_PAGES == ["solutions/ch05_solutions", "solutions/ch06_solutions"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SOLUTION_PAGES)
+def test_each_problems_worked_answer_is_folded(states, name):
+    state = states[name]
+    n_problems = {"solutions/ch05_solutions": 7, "solutions/ch06_solutions": 10}[name]
+    assert state["headingsShown"] == n_problems  # 题目本身看得见
+    assert state["dropdowns"] >= n_problems - 1
+    assert state["dropdownBodiesShown"] == 0, "有解答的文字没有折叠"
+    assert state["answerCells"] > 0 and state["answerInputsShown"] == 0, "有答案单元的代码没有折叠"
+    assert state["solutionCells"] > 0 and state["solutionCellsShown"] == 0, "有解答单元没有折叠"
+    assert state["checkMarks"] >= state["answerCells"]  # 每个自检都显示 ✓
+    assert state["afterClick"] == 1  # 点开一个，它就显示出来
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", EXERCISE_PAGES)
+def test_exercise_pages_link_every_problem_to_its_solution_and_hide_unanswered(states, name):
+    state = states[name]
+    assert state["unanswered"] == 0, "练习页上显示了“未作答”"
+    chapter = name.split("/")[1][:4]
+    links = {urlparse(u).fragment for u in state["solutionLinks"]}
+    solution = states[f"solutions/{chapter}_solutions"]
+    assert links == {f"{chapter}-sol-p{k}" for k in range(1, solution["headingsShown"] + 1)}
+
+
+def test_solution_markup_folds_every_worked_answer():
+    """不需要浏览器：解答笔记本里每段解答文字都在折叠块里，每个答案单元与解答单元都带折叠标签"""
+    import jupytext
+
+    for md in make_exercises.solution_sources():
+        nb = jupytext.read(md)
+        seen_problem = False
+        for k, cell in enumerate(nb.cells, start=1):
+            where = f"{md.name} 第 {k} 个单元"
+            tags = cell.metadata.get("tags", [])
+            if cell.cell_type == "markdown":
+                seen_problem = seen_problem or "## 问题" in cell.source
+                blocks = cell.source.split(make_exercises._MD_BEGIN)[1:]
+                for block in blocks if seen_problem else []:
+                    body = block.split(make_exercises._MD_END)[0].strip()
+                    assert body.startswith(":::{admonition}") and ":class: dropdown" in body, where
+                    assert body.endswith(":::"), where
+            elif "solution" in tags:
+                assert "hide-cell" in tags, f"{where}：解答单元要加 hide-cell 标签"
+            elif any(t.startswith(("ch05-p", "ch06-p")) for t in tags):
+                assert "hide-input" in tags, f"{where}：答案单元要加 hide-input 标签"

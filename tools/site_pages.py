@@ -1,0 +1,203 @@
+"""构建好的网站读起来怎样：不需要浏览器的检查（tests/test_site.py 调用；浏览器里的检查在 site_check.py）
+
+- ``stray_glue_outputs``：代码单元的输出里只有一个 glue 调用的返回值（'2'、'90 GB/s'）——读者看到一个莫名的框；
+  依据是构建时执行过的笔记本（``_build/jupyter_execute``）：同一单元里 glue 过的值又作为 execute_result 出现；
+- ``cjk_spaces``：正文里中文标点后面、或两个汉字之间出现空白（源文件一句一行留下的换行）；
+- ``auto_section_ids``：节的锚点是 ``id12`` 这样的流水号；
+- ``long_code_lines``：展开显示的代码单元里超过 88 个字符的行（在手机和窄屏上要横向滚动）；
+- ``caption_problems``：图注与图不符：写了（左）/（右）却只有一列子图、写了（上）/（下）却只有一行，
+  或图注说的颜色图里没有用到。图的事实来自 ``shardlab.plots.glue_figure`` 写进 PNG 的 tEXt 块；
+- ``figure_facts``：读出那些事实（子图排列、颜色、最小字号、dpi），浏览器里的手机检查用它算字的 CSS 像素。
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from bs4 import BeautifulSoup
+
+CODE_LINE_LIMIT = 88
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_PUNCT = "\u3001\u3002\uff0c\uff1b\uff1a\uff01\uff1f\uff09\u300d\u300f\u201d\u2019"
+_SPACE_AFTER_PUNCT = re.compile(rf"[{_CJK_PUNCT}][ \t\n\u00a0]+(?=\S)")
+_SPACE_BETWEEN_HAN = re.compile(rf"[{_CJK}][ \t\n\u00a0]+[{_CJK}]")
+_AUTO_ID = re.compile(r"id\d+")
+
+# 图注里的方位词 → 需要的子图行数或列数
+_LEFT_RIGHT = re.compile(r"（[左右]）|[左右](?:图|边|侧|半|栏|子图)")
+_TOP_BOTTOM = re.compile(r"（[上下]）|[上下](?:半|栏|子图)|(?:上|下)(?:方|面)的子图")
+
+
+def _soup(path: Path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def _article(soup: BeautifulSoup):
+    return soup.select_one("article.bd-article") or soup.select_one("article") or soup.body
+
+
+# ---------- 多余的输出 ----------
+
+
+def _text(output: dict) -> str | None:
+    data = output.get("data", {})
+    plain = data.get("text/plain")
+    if plain is None:
+        return None
+    return "".join(plain) if isinstance(plain, list) else str(plain)
+
+
+def stray_glue_outputs(site: Path) -> list[str]:
+    """执行过的笔记本里，某个单元的 execute_result 就是它 glue 的值（glue 助手的返回值漏了出来）"""
+    executed = Path(site).parent / "jupyter_execute"
+    found = []
+    for nb_path in sorted(executed.rglob("*.ipynb")):
+        nb = json.loads(nb_path.read_text(encoding="utf-8"))
+        for i, cell in enumerate(nb.get("cells", [])):
+            if cell.get("cell_type") != "code":
+                continue
+            glued = {}
+            for out in cell.get("outputs", []):
+                book = out.get("metadata", {}).get("scrapbook")
+                if book:
+                    plain = out.get("data", {}).get("application/papermill.record/text/plain") or out.get(
+                        "data", {}
+                    ).get("text/plain")
+                    if plain is not None:
+                        glued["".join(plain) if isinstance(plain, list) else str(plain)] = book.get("name")
+            for out in cell.get("outputs", []):
+                if out.get("output_type") != "execute_result":
+                    continue
+                text = _text(out)
+                if text is not None and text in glued:
+                    rel = nb_path.relative_to(executed).with_suffix("")
+                    found.append(f"{rel}: 第 {i + 1} 个单元输出了 glue 的值 {text[:40]}（{glued[text]}）")
+    return found
+
+
+# ---------- 正文的排版 ----------
+
+
+def _prose(article):
+    """正文段落（去掉代码、数学式、脚本；数学式换成占位符，免得它两边的空格被当成问题）"""
+    for tag in article.select("pre, script, style, .highlight, div.cell_input, .output, mjx-container"):
+        tag.decompose()
+    for tag in article.select(".math"):
+        tag.replace_with("X")
+    return article.find_all(["p", "li", "figcaption", "td", "th", "dt", "h1", "h2", "h3", "h4"])
+
+
+def cjk_spaces(site: Path, pages: list[str]) -> list[str]:
+    """中文标点后面或两个汉字之间的空白（网页上显示成一个多余的空格）"""
+    found = []
+    for page in pages:
+        for el in _prose(_article(_soup(Path(site) / f"{page}.html"))):
+            own = "".join(s for s in el.find_all(string=True, recursive=False))
+            text = el.get_text() if el.name in ("p", "figcaption", "td", "th", "dt") else own
+            for m in list(_SPACE_AFTER_PUNCT.finditer(text)) + list(_SPACE_BETWEEN_HAN.finditer(text)):
+                found.append(f"{page}: “{text[max(0, m.start() - 8) : m.end() + 8].strip()}”")
+    return found
+
+
+def auto_section_ids(site: Path, pages: list[str]) -> list[str]:
+    """锚点是流水号（id12）的节：它们在加一节之后就全变了"""
+    found = []
+    for page in pages:
+        for section in _article(_soup(Path(site) / f"{page}.html")).find_all("section"):
+            sid = section.get("id", "")
+            if not sid or _AUTO_ID.fullmatch(sid):
+                title = section.find(re.compile(r"h[1-6]"))
+                found.append(f"{page}: 节 “{title.get_text(strip=True) if title else '?'}” 的锚点是 #{sid}")
+    return found
+
+
+def long_code_lines(site: Path, pages: list[str], limit: int = CODE_LINE_LIMIT) -> list[str]:
+    """展开显示的代码单元里超过 limit 个字符的行（折叠起来的单元不算）"""
+    found = []
+    for page in pages:
+        for cell in _article(_soup(Path(site) / f"{page}.html")).select("div.cell_input"):
+            if cell.find_parent("details") is not None:
+                continue
+            for line in cell.get_text().splitlines():
+                if len(line) > limit:
+                    found.append(f"{page}: {len(line)} 个字符：{line[:60]}…")
+    return found
+
+
+# ---------- 图与图注 ----------
+
+
+def figure_facts(png: Path) -> dict[str, str]:
+    """shardlab.plots.glue_figure 写进 PNG 的事实；不是它画的图返回空字典"""
+    from PIL import Image
+
+    try:
+        with Image.open(png) as im:
+            text = dict(getattr(im, "text", {}) or {})
+            size = im.size
+    except (OSError, ValueError):
+        return {}
+    facts = {k: v for k, v in text.items() if k.startswith("shardlab:")}
+    if facts:
+        facts["width-px"] = str(size[0])
+    return facts
+
+
+def colour_words(caption: str) -> list[tuple[str, tuple[str, ...]]]:
+    """图注里的颜色词（“橙色”“天蓝色”“红色的块”）及它们能指的 plots.COLORS 名字"""
+    from shardlab.plots import COLOR_WORDS
+
+    found, rest = [], caption
+    for word in sorted(COLOR_WORDS, key=len, reverse=True):
+        pattern = re.compile(rf"{word}(?=色)")
+        if pattern.search(rest):
+            found.append((word, COLOR_WORDS[word]))
+            rest = pattern.sub("□", rest)
+    return found
+
+
+def caption_problems(site: Path, pages: list[str]) -> tuple[list[str], int]:
+    """核对图注与图；返回 (问题, 核对过的图数)"""
+    found, checked = [], 0
+    for page in pages:
+        html_path = Path(site) / f"{page}.html"
+        for fig in _article(_soup(html_path)).find_all("figure"):
+            img, cap = fig.find("img"), fig.find("figcaption")
+            if img is None or cap is None or not img.get("src", "").endswith(".png"):
+                continue
+            facts = figure_facts((html_path.parent / img["src"]).resolve())
+            if not facts:
+                continue
+            checked += 1
+            caption = cap.get_text(" ", strip=True)
+            name = fig.get("id") or img["src"]
+            rows, cols = (int(x) for x in facts["shardlab:layout"].split("x"))
+            if _LEFT_RIGHT.search(caption) and cols < 2:
+                found.append(
+                    f"{page} {name}: 图注说左/右（{_LEFT_RIGHT.search(caption).group()}），但子图是 {rows} 行 {cols} 列"
+                )
+            if _TOP_BOTTOM.search(caption) and rows < 2:
+                found.append(
+                    f"{page} {name}: 图注说上/下（{_TOP_BOTTOM.search(caption).group()}），但子图是 {rows} 行 {cols} 列"
+                )
+            used = set(filter(None, facts.get("shardlab:colors", "").split(",")))
+            for word, names in colour_words(caption):
+                if not used & set(names):
+                    found.append(
+                        f"{page} {name}: 图注说 “{word}色”，但图里用的颜色是 {sorted(used) or '（无课程颜色）'}"
+                    )
+    return found, checked
+
+
+__all__ = [
+    "CODE_LINE_LIMIT",
+    "auto_section_ids",
+    "caption_problems",
+    "cjk_spaces",
+    "colour_words",
+    "figure_facts",
+    "long_code_lines",
+    "stray_glue_outputs",
+]
