@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 import jax.numpy as jnp
 import numpy as np
@@ -56,6 +57,8 @@ FUNCTIONS = {
     "reducescatter_naive": CM.matmul_reducescatter_naive,
     "reducescatter": CM.matmul_reducescatter,
     "reducescatter_bidi": functools.partial(CM.matmul_reducescatter, bidirectional=True),
+    "allreduce_naive": functools.partial(CM.matmul_allreduce, chunked=False),
+    "allreduce_chunked": CM.matmul_allreduce,
 }
 
 
@@ -65,10 +68,14 @@ def test_equals_dot(case, name):
     a, w = operands()
     got = FUNCTIONS[name](a, w, mesh, axis)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(jnp.dot(a, w)))
-    # 输出 C[B_X, F_Y]：每台设备一块 f32[B/(网格其他轴), F/n]
+    # 输出 C[B_X, F_Y]：每台设备一块 f32[B/(网格其他轴), F/n]；AllReduce 版的 F 不切分
     n = mesh.shape[axis]
-    assert got.sharding.spec == CM.layout("allgather_matmul", mesh, axis)[2]
-    assert C.per_device(got)[0].shape == (B * n // mesh.size, F // n)
+    if name.startswith("allreduce"):
+        assert got.sharding.spec == CM.layout("matmul_allreduce_naive", mesh, axis)[2]
+        assert C.per_device(got)[0].shape == (B * n // mesh.size, F)
+    else:
+        assert got.sharding.spec == CM.layout("allgather_matmul", mesh, axis)[2]
+        assert C.per_device(got)[0].shape == (B * n // mesh.size, F // n)
 
 
 def test_book_layout_on_2x4():
@@ -102,6 +109,8 @@ def test_validation_and_cache():
         CM.allgather_matmul(a, w, mesh, "Y", bidirectional=True)
     with pytest.raises(ValueError, match="F = 4"):
         CM.matmul_reducescatter(a[:, :4], w[:4], mesh, "Y", bidirectional=True)
+    with pytest.raises(ValueError, match="必须能被 n 整除"):
+        CM.matmul_allreduce(np.ones((6, 8), np.float32), np.ones((8, 4), np.float32), mesh, "Y")
     assert CM.build("allgather_matmul", mesh, "Y") is CM.build("allgather_matmul", mesh, "Y")
     assert CM.build("allgather_matmul", mesh, "Y") is not CM.build("allgather_matmul", mesh_of((8,), ("X",)), "X")
 
@@ -118,6 +127,9 @@ def expected_hlo(op, n):
         "matmul_reducescatter": {"collective-permute": n - 1},
         "allgather_matmul_bidi": {"collective-permute": 2 * (n - 1)},
         "matmul_reducescatter_bidi": {"collective-permute": 2 * (n - 1)},
+        "matmul_allreduce_naive": {"all-reduce": 1},
+        # 每块一条 psum，但 XLA 的 AllReduceCombiner 把 n 条合并成一条带 n 个操作数的 all-reduce
+        "matmul_allreduce_chunked": {"all-reduce": 1},
     }[op]
 
 
@@ -127,6 +139,16 @@ def test_hlo_collectives(case, op):
     n = mesh.shape[axis]
     counts = C.hlo_collective_counts(CM.build(op, mesh, axis), *placed(op, mesh, axis, *operands()))
     assert dict(counts) == expected_hlo(op, n)
+
+
+def test_chunked_allreduce_is_combined_into_one_tuple(case):
+    """分块版写了 n 条 psum；编译后是一条 all-reduce，结果是 n 个 f32[B/2n, F] 的元组（书里讲这件事）"""
+    mesh, axis = case
+    n = mesh.shape[axis]
+    op = "matmul_allreduce_chunked"
+    text = C.compiled_hlo_text(CM.build(op, mesh, axis), *placed(op, mesh, axis, *operands()))
+    (line,) = [x for x in text.splitlines() if re.search(r"= \(.*\) all-reduce\(", x)]
+    assert line.split(") all-reduce(")[0].count("f32[") == n
 
 
 def test_book_case_counts():
@@ -198,3 +220,12 @@ def test_step_schedule_validation():
         CM.step_schedule(0)
     with pytest.raises(ValueError, match="kind"):
         CM.step_schedule(4, kind="allreduce")
+
+
+def test_bidirectional_needs_wraparound():
+    """线上（无回绕）的双向调度：最忙的有向链路每步仍有 2 个半块 = 1 整块，与单向环一样"""
+    for n in (3, 4, 8):
+        assert CM.line_link_load(n, bidirectional=True) == 2  # 半块 × 2
+        assert CM.line_link_load(n, bidirectional=False) == 1  # 整块 × 1
+    with pytest.raises(ValueError, match="至少要 2 个设备"):
+        CM.line_link_load(1)

@@ -135,3 +135,18 @@ def test_collectives_per_layer():
     assert sp["layer"]["backward"] == {"all-gather": 2, "reduce-scatter": 2}
     with pytest.raises(ValueError, match="未知的变体"):
         M.collectives_per_layer("pp")
+
+
+def test_megatron_lm_regathers_the_sequence_parallel_input():
+    """Megatron-LM 的列并行在前向只保存切开的输入，反向为算 dW 再 AllGather 一次
+    （NVIDIA/Megatron-LM megatron/core/tensor_parallel/layers.py，
+    LinearWithGradAccumulationAndAsyncCommunication.backward）；JAX 的自动微分留着前向收集的结果，不再收集"""
+    lm = M.collectives_per_layer("tp_sp", "megatron-lm")
+    assert lm["mlp"]["backward"] == {"all-gather": 2, "reduce-scatter": 1}
+    assert lm["layer"]["backward"] == {"all-gather": 4, "reduce-scatter": 2}
+    assert lm["layer"]["forward"] == M.collectives_per_layer("tp_sp")["layer"]["forward"]
+    assert M.collectives_per_layer("tp", "megatron-lm") == M.collectives_per_layer("tp")
+    # 书里的 HLO 计数是 JAX 的：反向只有 1 次 AllGather，比 Megatron-LM 少 1 次
+    assert M.collectives_per_layer("tp_sp")["mlp"]["backward"]["all-gather"] == 1
+    with pytest.raises(ValueError, match="未知的实现"):
+        M.collectives_per_layer("tp", "deepspeed")

@@ -37,9 +37,14 @@ def xla_collectives(mesh, a, b, out, shapes=SHAPES):
     return frozenset(collectives.find_collectives(text)), "dynamic-slice" in text
 
 
+# XLA 的 SPMD 切分器按通信的字节数挑做法（启发式，不看计算）。为了拿规划器的通信部分与它对照，
+# 这里给名义 CPU 芯片近乎无穷的算力：T_math ≈ 0，按总时间排序就退化成按 T_comms 排序。
+COMMS_ONLY_CPU = dataclasses.replace(hardware.CPU, name="cpu（只看通信）", flops_bf16=1e30, ops_int8=1e30)
+
+
 def plan(mesh, a, b, out, shapes=SHAPES):
     # hop_latency=0：小数组在名义 CPU 芯片上会受延迟限制，这里比较的是带宽项（XLA 按字节数选做法）
-    return plan_matmul(a, b, "J", dict(mesh.shape), "cpu", shapes=shapes, dtype="fp32", out=out, hop_latency=0)
+    return plan_matmul(a, b, "J", dict(mesh.shape), COMMS_ONLY_CPU, shapes=shapes, dtype="fp32", out=out, hop_latency=0)
 
 
 def cpu_kinds(option) -> frozenset[str]:
@@ -226,3 +231,11 @@ def test_unreduced_output_on_request():
     """想要的输出可以带未规约轴：两个乘数都免费切片收缩维，不需要通信"""
     p = plan_matmul("A[I, J]", "B[J, K]", "J", {"X": 8}, "cpu", shapes=SHAPES, out="C[I, K]{U_X}")
     assert p.kinds == () and str(p.out) == "C[I, K]{U_X}" and len(p.chosen.slices) == 2
+
+
+def test_with_kinds_finds_the_exact_sequence():
+    p = plan_matmul("A[I, J_X]", "B[J, K]", "J", {"X": 4}, "v5p", shapes=SHAPES, slice_shape=(4, 4, 4))
+    gather = p.with_kinds("all_gather")
+    assert gather.kinds == ("all_gather",) and gather.steps[0].operand == "A"
+    assert p.with_kinds("all_reduce").kinds == ("all_reduce",)
+    assert p.with_kinds("all_to_all", "all_to_all", "all_to_all") is None

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shardlab import cost, hardware, problems
+from shardlab import cost, hardware, problems, ring
 from shardlab.problems import MESH5, MESH8
 from shardlab.units import bytes_of
 
@@ -218,11 +218,30 @@ def mlp_t_math(p: Params) -> float:
 
 
 def mlp_t_comms(p: Params) -> float:
-    # Out[B, D]{U_XY} 做 ReduceScatter_XY，下一层之前再 AllGather_XY 回 [B, D]
+    # Out[B, D]{U_XY} 做 ReduceScatter_XY，下一层之前再 AllGather_XY 回 [B, D]；
+    # v5e 2x2 的两条轴都是没有回绕的线，时间取环形模拟器按自己的调度数出的链路负载（两条入口链路同时收）
     v = bytes_of((p["B5"], p["D5"]))
-    rs = cost.estimate("reduce_scatter", v, ["X", "Y"], "v5e", mesh=MESH5).time_s
-    ag = cost.estimate("all_gather", v, ["X", "Y"], "v5e", mesh=MESH5).time_s
-    return rs + ag
+    torus = ring.Torus((MESH5["X"], MESH5["Y"]), wraparound=False)
+    w = hardware.TPU_V5E.ici_oneway_bw
+    return ring.count("reduce_scatter", torus, v).time(w) + ring.count("all_gather", torus, v).time(w)
+
+
+def mlp_t_comms_book_limit(p: Params) -> float:
+    """原书多轴公式 V/(k·W_双向) 的 RS + AG（大 N 极限，忽略 (N-1)/N）：常见的错误答案"""
+    return 2 * bytes_of((p["B5"], p["D5"])) / (len(MESH5) * hardware.TPU_V5E.ici_bidir_bw)
+
+
+P5_COMMS_SLIPS = (
+    Slip(
+        None,
+        "用了多轴公式的大 N 极限 V/(k·W_双向)：2x2 上每个芯片只需收下其余 3/4 的数据，"
+        "但只有两条入口链路、每条只能用一个方向（没有 wraparound），精确值是每次 3V/(8·W_单向)",
+        alt=lambda right, p: mlp_t_comms_book_limit(p),
+    ),
+    Slip(4 / 3, "忽略了 (N-1)/N：每个芯片从两条链路同时收数据，只需收下其余 3/4 的 V，不是整个 V"),
+    Slip(0.5, "只有参考值的一半：只算了 ReduceScatter（下一层之前还要 AllGather），或者少了 bf16 的因子 2"),
+    Slip(2.0, "是参考值的 2 倍：两条轴的入口链路同时在用，带宽是两条之和；或者 bf16 的因子 2 乘了两次"),
+)
 
 
 def p8_bytes(part: str) -> Callable[[Params], float]:
@@ -448,8 +467,9 @@ ANSWER_LIST: tuple[Answer, ...] = (
     Answer("ch06-p5-t-math", "p5_t_math", "s", "推荐分片下每个芯片的计算时间", mlp_t_math,
            slips=(Slip(0.5, "只算了一个矩阵乘法"), Slip(4.0, "没有除以 4 个芯片"),
                   Slip(0.5 * 0.5, "漏了 matmul 的因子 2（2BDF）且只算了一个矩阵"))),
-    Answer("ch06-p5-t-comms", "p5_t_comms", "s", "推荐分片下每层的通信时间（ReduceScatter_XY + AllGather_XY）",
-           mlp_t_comms, slips=(BF16, Slip(0.5, "只算了 ReduceScatter；下一层之前还要 AllGather"), ONEWAY_FOR_BIDIR)),
+    Answer("ch06-p5-t-comms", "p5_t_comms", "s",
+           "推荐分片下每层的通信时间（ReduceScatter_XY + AllGather_XY，v5e 2x2 的两条轴都是线）",
+           mlp_t_comms, slips=P5_COMMS_SLIPS),
     Answer("ch06-p6-uni", "p6_uni", "1", "大的单向环上 AllToAll 时间 / AllGather 时间", lambda p: 0.5,
            slips=UNI_SLIPS, varies=False),
     Answer("ch06-p6-bi", "p6_bi", "1", "大的双向环上 AllToAll 时间 / AllGather 时间", lambda p: 0.25,

@@ -35,6 +35,12 @@ ReduceScatter 版 ``w_block: f32[D/4, F]``；两种输出都是 ``c_block: f32[B
 理想情况下总时间从 ``T_math + T_comms`` 降到约 ``max(T_math, T_comms)`` 再加一步的零头。
 双向环（bidirectional）把每块切成两半，一半顺时针、一半逆时针，两个方向的链路同时使用，
 每步每个方向只传半块，所以通信时间减半，ppermute 的条数变成 2(n-1)。
+减半要求轴有回绕（wraparound）：在没有回绕的线上（如 v5e-8 长度 4 的轴），环的最后一对
+（n-1 → 0 与 0 → n-1）要穿过中间的每条链路，两个方向都用上之后每条有向链路每步仍要搬一整块，没有 2 倍的好处。
+
+第三种是 Case 3 后接 AllReduce（输出要复制）：``C[B_X, F] = A[B_X, D_Y] · W[D_Y, F]``。
+分块版（`matmul_allreduce_chunked_block`）沿 B 把本地乘法切成 n 块，每块乘完就对它做 AllReduce；
+第 i 块的 AllReduce 与第 i+1 块的乘法互不依赖，可以同时进行。朴素版先算完整个部分和，再 AllReduce 一次。
 `step_schedule` 给出每一步算哪块、发哪块，书里的时间线图直接由它画出。
 
 为什么在 CPU 上测不出重叠：模拟的 CPU 设备（emulated devices）共用同一台主机的内存与核心，
@@ -50,6 +56,7 @@ ppermute 版本反而多出 n-1 次同步。CPU 上只能验证结果与 HLO 结
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 import jax.numpy as jnp
@@ -69,11 +76,15 @@ __all__ = [
     "build",
     "held_block",
     "layout",
+    "line_link_load",
     "matmul_reducescatter",
     "matmul_reducescatter_bidi_block",
     "matmul_reducescatter_block",
     "matmul_reducescatter_naive",
     "matmul_reducescatter_naive_block",
+    "matmul_allreduce",
+    "matmul_allreduce_chunked_block",
+    "matmul_allreduce_naive_block",
     "step_schedule",
     "target_block",
 ]
@@ -177,6 +188,23 @@ def matmul_reducescatter_bidi_block(a_block, w_block, *, axis: str, n: int):
     return jnp.concatenate([lo, hi], axis=1)  # f32[B/2, F/4]
 
 
+def matmul_allreduce_naive_block(a_block, w_block, *, axis: str, n: int):
+    """朴素版：先算完本地部分和，再阻塞地 AllReduce"""
+    # a_block: f32[B/2, D/4]，w_block: f32[D/4, F]
+    return lax.psum(a_block @ w_block, axis)  # f32[B/2, F]：在 axis 上复制
+
+
+def matmul_allreduce_chunked_block(a_block, w_block, *, axis: str, n: int):
+    """分块版：沿 B 切成 n 块，每块乘完就 AllReduce；第 i 块的规约与第 i+1 块的乘法互不依赖"""
+    # a_block: f32[B/2, D/4]，w_block: f32[D/4, F]；B/2 必须能被 n 整除
+    rows = a_block.shape[0] // n
+    chunks = []
+    for i in range(n):
+        part = a_block[i * rows : (i + 1) * rows] @ w_block  # f32[B/2n, F]{U_axis}
+        chunks.append(lax.psum(part, axis))  # 第 i 块的 AllReduce
+    return jnp.concatenate(chunks, axis=0)  # f32[B/2, F]
+
+
 MATMUL_OPS: dict[str, Callable] = {
     "allgather_matmul_naive": allgather_matmul_naive_block,
     "allgather_matmul": allgather_matmul_block,
@@ -184,6 +212,8 @@ MATMUL_OPS: dict[str, Callable] = {
     "matmul_reducescatter_naive": matmul_reducescatter_naive_block,
     "matmul_reducescatter": matmul_reducescatter_block,
     "matmul_reducescatter_bidi": matmul_reducescatter_bidi_block,
+    "matmul_allreduce_naive": matmul_allreduce_naive_block,
+    "matmul_allreduce_chunked": matmul_allreduce_chunked_block,
 }
 
 
@@ -194,7 +224,7 @@ def layout(op: str, mesh, axis: str = "Y") -> tuple[P, P, P]:
     """(A, W, C) 的 PartitionSpec；A 与 C 的行按 axis 以外的网格轴切分
 
     例：网格 (2, 4)、axis='Y' 时 AllGather 版为 (P('X', 'Y'), P(None, 'Y'), P('X', 'Y'))，
-    ReduceScatter 版为 (P('X', 'Y'), P('Y', None), P('X', 'Y'))。
+    ReduceScatter 版为 (P('X', 'Y'), P('Y', None), P('X', 'Y'))，AllReduce 版为 (P('X', 'Y'), P('Y', None), P('X', None))。
     """
     if op not in MATMUL_OPS:
         raise ValueError(f"未知的集合矩阵乘法 {op!r}：可选 {', '.join(MATMUL_OPS)}")
@@ -202,7 +232,8 @@ def layout(op: str, mesh, axis: str = "Y") -> tuple[P, P, P]:
     rows = tuple(name for name in mesh.axis_names if name != axis)
     rows = rows[0] if len(rows) == 1 else (rows or None)
     w_spec = P(None, axis) if op.startswith("allgather") else P(axis, None)
-    return P(rows, axis), w_spec, P(rows, axis)
+    c_spec = P(rows, None) if op.startswith("matmul_allreduce") else P(rows, axis)
+    return P(rows, axis), w_spec, c_spec
 
 
 def build(op: str, mesh, axis: str = "Y"):
@@ -252,6 +283,35 @@ def matmul_reducescatter(a, w, mesh, axis: str = "Y", *, bidirectional: bool = F
 
 
 # ---- 时间线：每一步算哪块、发哪块 ----
+
+
+def matmul_allreduce(a, w, mesh, axis: str = "Y", *, chunked: bool = True):
+    """Case 3 + AllReduce：A[B, D] · W[D, F]，两边的 D 沿 axis 切分，输出在 axis 上复制；chunked 时分块重叠"""
+    op = "matmul_allreduce_chunked" if chunked else "matmul_allreduce_naive"
+    if chunked:
+        rows = a.shape[0] // math.prod(mesh.shape[name] for name in mesh.axis_names if name != axis)
+        if rows % mesh.shape[axis]:
+            raise ValueError(f"分块版沿 B 切成 n = {mesh.shape[axis]} 块：每个设备的 {rows} 行必须能被 n 整除")
+    return _run(op, a, w, mesh, axis)
+
+
+def line_link_load(n: int, bidirectional: bool = True) -> int:
+    """环形调度的一步放到没有回绕的线上时，最忙的有向链路要承载几条消息
+
+    每步设备 j 把一条消息发给 j+1（双向时另一条发给 j-1），下标对 n 取模；在线上，
+    n-1 → 0（与 0 → n-1）没有直连，要沿线穿过中间的每条链路。双向时每条消息是半块：
+    n ≥ 3 时返回 2，即每条有向链路每步仍要搬一整块，没有回绕就没有双向的 2 倍。
+    """
+    if n < 2:
+        raise ValueError(f"n = {n}：环至少要 2 个设备")
+    load: dict[tuple[int, int], int] = {}
+    for shift in (+1, -1) if bidirectional else (+1,):
+        for src in range(n):
+            dst = (src + shift) % n
+            step = 1 if dst > src else -1
+            for at in range(src, dst, step):
+                load[(at, step)] = load.get((at, step), 0) + 1
+    return max(load.values())
 
 
 def step_schedule(n: int, bidirectional: bool = False, kind: str = "allgather", device: int = 0) -> list[dict]:

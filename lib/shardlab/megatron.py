@@ -19,7 +19,9 @@ W1: f32[D, F]，W2: f32[F, D]。TP 沿网格轴 axis（n 台设备）进行：
 
 - ``'tp'``：前向 1 AllReduce（行并行之后的 g）；反向 1 AllReduce（dx：列并行之前的复制 f 的转置）；
 - ``'tp_sp'``：前向 1 AllGather + 1 ReduceScatter；反向 1 AllGather（dy：ReduceScatter 的转置）
-  + 1 ReduceScatter（dx：AllGather 的转置）。
+  + 1 ReduceScatter（dx：AllGather 的转置）。JAX 把前向收集好的 x 留到反向算 dW1；
+  Megatron-LM 为了省显存只存切开的 x，反向再 AllGather 一次（`collectives_per_layer` 的
+  implementation='megatron-lm'），所以它的反向是 2 AllGather + 1 ReduceScatter。
 
 Megatron 论文里的 f / g：f 在前向是恒等（复制的 x 直接进入列并行），反向是 AllReduce；
 g 在前向是 AllReduce，反向是恒等。JAX 的 shard_map（check_vma=True）里 f 就是隐式的 ``pvary``：
@@ -57,6 +59,7 @@ from shardlab import runtime
 from shardlab.collectives import axis_groups, hlo_collectives_by_axis
 
 __all__ = [
+    "IMPLEMENTATIONS",
     "VARIANTS",
     "build",
     "build_grad",
@@ -187,17 +190,32 @@ def mlp_collective_counts(variant: str, mesh, axis: str, x, w1, w2) -> dict[str,
 # ---- 文档里的表：每个 MLP 块 / 每个 Transformer 层的集合通信 ----
 
 
-def collectives_per_layer(variant: str) -> dict[str, dict[str, dict[str, int]]]:
+IMPLEMENTATIONS = ("jax", "megatron-lm")
+
+
+def collectives_per_layer(variant: str, implementation: str = "jax") -> dict[str, dict[str, dict[str, int]]]:
     """Megatron 每个块的集合通信次数（只计 TP 轴），书里的表由它生成，测试断言 HLO 与 'mlp' 一致
 
     返回 ``{'mlp': {'forward': {...}, 'backward': {...}}, 'layer': {...}}``，
     'layer' 是一个完整 Transformer 层（注意力块 + MLP 块，各一次列并行 + 行并行）。
+
+    implementation：'jax' 是 JAX 自动微分编译出来的（前向收集的 x 留给反向算 dW1 用）；
+    'megatron-lm' 是 Megatron-LM 的做法：为了省显存，列并行的前向只保存切开的输入，
+    反向算权重梯度之前再 AllGather 一次（`LinearWithGradAccumulationAndAsyncCommunication.backward`，
+    megatron/core/tensor_parallel/layers.py，NVIDIA/Megatron-LM 提交 000c4ac），
+    所以 'tp_sp' 的反向每个列并行多 1 次 AllGather。'tp' 两者相同。
     """
     if variant not in VARIANTS:
         raise ValueError(f"未知的变体 {variant!r}：可选 {', '.join(VARIANTS)}")
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"未知的实现 {implementation!r}：可选 {', '.join(IMPLEMENTATIONS)}")
     if variant == "tp":
         mlp = {"forward": {"all-reduce": 1}, "backward": {"all-reduce": 1}}
     else:
-        mlp = {"forward": {"all-gather": 1, "reduce-scatter": 1}, "backward": {"all-gather": 1, "reduce-scatter": 1}}
+        regather = 1 if implementation == "megatron-lm" else 0  # 反向为 dW1 重新收集 x
+        mlp = {
+            "forward": {"all-gather": 1, "reduce-scatter": 1},
+            "backward": {"all-gather": 1 + regather, "reduce-scatter": 1},
+        }
     layer = {phase: {op: 2 * k for op, k in ops.items()} for phase, ops in mlp.items()}
     return {"mlp": mlp, "layer": layer}

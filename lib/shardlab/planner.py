@@ -12,8 +12,11 @@
 规划方法：把“本地 matmul 之前”与“之后”各看成一张状态图——状态是当时的分片记号，
 边是一次集合通信（AllGather 去掉切分轴，AllToAll 把一个轴移到另一维，AllReduce / ReduceScatter 处理未规约轴）
 或一次免费的本地切片（dynamic-slice，给一个维度加上没用过的轴）。
-对每个能合法做本地 matmul 的状态，用 Dijkstra 找通信最省的前后两段路径，得到一个选项（MatmulOption）；
-选项按 T_comms 排序（其次每设备 FLOPs），最便宜的就是 chosen。
+对每个能合法做本地 matmul 的状态，用 Dijkstra 找通信最省的前后两段路径，得到一个选项（MatmulOption）。
+选项按模型的总时间排序，最快的就是 chosen：默认通信与计算不重叠，总时间 T_math + T_comms；
+``overlap=True`` 时假设通信完全藏在计算下面（collective matmul），总时间 max(T_math, T_comms)。
+两种组合都随 T_comms 单调，所以“每个本地状态取通信最省的路径”再比总时间，得到的就是枚举范围里总时间最短的做法。
+总时间相同时再比 T_comms、每设备 FLOPs。
 
 时间都来自 `shardlab.cost.estimate`（V 的约定见前言的“约定”一节：AllGather 取收集后的大小，
 AllReduce / ReduceScatter 取每设备未规约缓冲区的大小，AllToAll 取参与设备上的整个数组）。
@@ -107,6 +110,7 @@ class MatmulOption:
     out: ShardedSpec
     flops_per_device: int
     t_math: float
+    overlap: bool = False
 
     @property
     def t_comms(self) -> float:
@@ -114,7 +118,7 @@ class MatmulOption:
         return sum(s.time_s for s in self.steps)
 
     @property
-    def t_total(self) -> float:
+    def t_serial(self) -> float:
         """不重叠时的总时间 T_math + T_comms"""
         return self.t_math + self.t_comms
 
@@ -122,6 +126,11 @@ class MatmulOption:
     def t_overlapped(self) -> float:
         """通信与计算完全重叠（collective matmul）时的下界 max(T_math, T_comms)"""
         return max(self.t_math, self.t_comms)
+
+    @property
+    def t_total(self) -> float:
+        """规划器排序用的总时间：overlap 时 max(T_math, T_comms)，否则 T_math + T_comms"""
+        return self.t_overlapped if self.overlap else self.t_serial
 
     @property
     def bound(self) -> str:
@@ -150,7 +159,11 @@ class MatmulOption:
         return " → ".join([*before, "本地 matmul", *after])
 
     def describe(self) -> str:
-        head = f"{self.label}：T_comms ≈ {fmt_time(self.t_comms)}，每设备 {fmt_num(self.flops_per_device)} FLOPs"
+        combine = "max(T_math, T_comms)" if self.overlap else "T_math + T_comms"
+        head = (
+            f"{self.label}：T_math ≈ {fmt_time(self.t_math)}，T_comms ≈ {fmt_time(self.t_comms)}，"
+            f"总 ≈ {fmt_time(self.t_total)}（{combine}），每设备 {fmt_num(self.flops_per_device)} FLOPs"
+        )
         return "\n".join([head, *(f"    {t}" for t in self.trace)])
 
 
@@ -177,6 +190,7 @@ class MatmulPlan:
     notes: tuple[str, ...]
     chosen: MatmulOption
     alternatives: tuple[MatmulOption, ...] = field(repr=False)
+    overlap: bool = False
 
     # -- 选中做法的数字 --
 
@@ -201,6 +215,11 @@ class MatmulPlan:
         return self.chosen.t_comms
 
     @property
+    def t_total(self) -> float:
+        """选中做法的总时间（组合方式见 overlap）"""
+        return self.chosen.t_total
+
+    @property
     def bound(self) -> str:
         return self.chosen.bound
 
@@ -209,9 +228,13 @@ class MatmulPlan:
         return self.chosen.kinds
 
     def find(self, hlo_kinds: Sequence[str] | frozenset[str]) -> MatmulOption | None:
-        """第一个（最便宜的）集合通信指令集合等于 hlo_kinds 的选项；用来核对 XLA 选的做法"""
+        """第一个（总时间最短的）集合通信指令集合等于 hlo_kinds 的选项；用来核对 XLA 选的做法"""
         wanted = frozenset(hlo_kinds)
         return next((o for o in self.alternatives if o.hlo_kinds == wanted), None)
+
+    def with_kinds(self, *kinds: str) -> MatmulOption | None:
+        """第一个（总时间最短的）按顺序恰好做这几次集合通信的选项，如 ``with_kinds("all_gather")``"""
+        return next((o for o in self.alternatives if o.kinds == kinds), None)
 
     def explain(self, n_alternatives: int = 3) -> str:
         """一段可以直接印在书里的中文说明"""
@@ -219,7 +242,14 @@ class MatmulPlan:
         head = (
             f"{self.a} ·_{self.contract} {self.b} → {self.out}，网格 {dict(self.mesh)}（{total} 台设备），{self.chip}"
         )
-        lines = [head, _CASE_TEXT[self.case], *self.notes, "选中的做法（通信最省）：", "  " + self.chosen.describe()]
+        rule = "max(T_math, T_comms)，通信与计算重叠" if self.overlap else "T_math + T_comms，通信与计算不重叠"
+        lines = [
+            head,
+            _CASE_TEXT[self.case],
+            *self.notes,
+            f"选中的做法（总时间最短，按 {rule}）：",
+            "  " + self.chosen.describe(),
+        ]
         bound = "受算力限制（compute-bound）" if self.bound == "compute-bound" else "受通信限制（communication-bound）"
         lines.append(
             f"  每设备 FLOPs = {fmt_num(self.flops_per_device)}，T_math ≈ {fmt_time(self.t_math)}，"
@@ -389,6 +419,7 @@ def plan_matmul(
     out: ShardedSpec | str | None = None,
     slice_shape: Sequence[int] | None = None,
     hop_latency: float | None = None,
+    overlap: bool = False,
 ) -> MatmulPlan:
     """规划 a ·_contract b：``plan_matmul("A[I_X, J]", "B[J, K_Y]", "J", {'X': 2, 'Y': 4}, "v5e", shapes=...)``
 
@@ -397,6 +428,7 @@ def plan_matmul(
     out 是想要的输出分片（如 "C[I_X, K]" 或 "C[I, K]{U_X}"），省略时输出不带未规约轴、
     只用 AllReduce 求和、不另加切分（Case 4 里两种修法的输出不同，取通信最省的）。
     slice_shape、hop_latency 原样交给 cost.estimate（TPU 需要 slice_shape 或与 torus 维数相同的 mesh）。
+    选项按总时间排序：overlap=False（默认）时 T_math + T_comms，overlap=True 时 max(T_math, T_comms)。
     """
     a, b = parse(a), parse(b)
     sizes = mesh_sizes(mesh)
@@ -453,30 +485,30 @@ def plan_matmul(
                 after = _dijkstra((c_loc,), ctx, ((i, k),), mode, ("C",))
                 goal = (target,)
                 if goal in after:
-                    option = _option(path_in + after[goal][1], (a_loc, b_loc, c_loc), flops, flops_rate, ctx)
+                    option = _option(path_in + after[goal][1], (a_loc, b_loc, c_loc), flops, flops_rate, ctx, overlap)
                     if option is not None:
                         options.append(option)
     options = _prune(options)
     if not options:
         raise ShardingError(f"{a} ·_{contract} {b}：在网格 {sizes} 上得不到输出 {targets[0]}")
     return MatmulPlan(
-        a, b, contract, sizes, ctx.chip.name, shapes, dtype, case, notes, options[0], tuple(options)
+        a, b, contract, sizes, ctx.chip.name, shapes, dtype, case, notes, options[0], tuple(options), overlap
     )  # fmt: skip
 
 
-def _option(path, local: tuple[ShardedSpec, ...], flops, flops_rate, ctx: _Ctx) -> MatmulOption | None:
-    """把路径变成 MatmulOption；先免费切片、后又把同一个轴 AllGather 回来的绕路做法返回 None"""
+def _option(path, local: tuple[ShardedSpec, ...], flops, flops_rate, ctx: _Ctx, overlap: bool) -> MatmulOption | None:
+    """把路径变成 MatmulOption；先免费切片一个乘数、后又把它的同一个轴 AllGather 回来的绕路做法返回 None"""
     a_loc, b_loc, c_loc = local
     steps, trace, sliced = [], [], set()
-    contract = next(d for d in a_loc.dim_names if d in b_loc.dim_names)
     matmul = f"本地 matmul：{a_loc} · {b_loc} → {c_loc}"
     for role, kind, axes, before, after in path:
         if role == "C" and matmul not in trace:
             trace.append(matmul)
         if kind == "slice":
             trace.append(f"本地切片（dynamic-slice，无通信）：{before} → {after}")
-            dim = next(d for (d, x), (_, y) in zip(after.dims, before.dims) if x != y)
-            sliced |= {(role, axes[0])} | ({("C", axes[0])} if dim != contract else set())
+            # 切片后再 AllGather 同一个乘数的同一个轴是纯绕路；输出 C 则不同：切开非收缩维把计算分摊到各设备，
+            # 之后 AllGather 输出是一种正当的做法（计入 T_math 后它可能最快），所以不排除
+            sliced.add((role, axes[0]))
         else:
             if kind == "all_gather" and any((role, x) in sliced for x in axes):
                 return None
@@ -485,7 +517,15 @@ def _option(path, local: tuple[ShardedSpec, ...], flops, flops_rate, ctx: _Ctx) 
     if matmul not in trace:
         trace.append(matmul)
     return MatmulOption(
-        tuple(steps), tuple(trace), a_loc, b_loc, c_loc, _path_out(path, c_loc), flops, cost.t_math(flops, flops_rate)
+        tuple(steps),
+        tuple(trace),
+        a_loc,
+        b_loc,
+        c_loc,
+        _path_out(path, c_loc),
+        flops,
+        cost.t_math(flops, flops_rate),
+        overlap,
     )
 
 
@@ -496,9 +536,9 @@ def _path_out(path, c_loc: ShardedSpec) -> ShardedSpec:
 
 
 def _prune(options: list[MatmulOption]) -> list[MatmulOption]:
-    """按 (T_comms, 每设备 FLOPs, 通信次数, 切片次数) 排序并去掉重复"""
+    """按 (总时间, T_comms, 每设备 FLOPs, 通信次数, 切片次数) 排序并去掉重复"""
     seen, kept = set(), []
-    for o in sorted(options, key=lambda o: (o.t_comms, o.flops_per_device, len(o.steps), len(o.slices))):
+    for o in sorted(options, key=lambda o: (o.t_total, o.t_comms, o.flops_per_device, len(o.steps), len(o.slices))):
         sig = o.trace
         if sig not in seen:
             seen.add(sig)
