@@ -260,7 +260,9 @@ def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interr
         interrupts.sandbox = sandbox
         if interrupts.stop.is_set():
             sandbox.kill_all()
-        ctx = Context(key, seed, inputs, sandbox, chapter, orders, workdir=work, stop=interrupts.stop, roster_of=roster_of)
+        ctx = Context(
+            key, seed, inputs, sandbox, chapter, orders, workdir=work, stop=interrupts.stop, roster_of=roster_of
+        )
         meta = {
             "isolation": sandbox.mode,
             "limits": limits.as_dict(),
