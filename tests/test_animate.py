@@ -12,7 +12,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from shardlab import animate, ring, torus  # noqa: E402
+from shardlab import (  # noqa: E402
+    animate,
+    ring,  # noqa: E402
+    torus,
+)
 
 
 def _names(frame_dev):

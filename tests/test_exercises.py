@@ -9,8 +9,8 @@ import pytest
 from nbclient import NotebookClient
 
 from shardlab import answers
-from shardlab.grade import key as answer_key
 from shardlab.grade.course import Course
+from shardlab.grade.key import build_key, chapter_items, run_and_export
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = Course(ROOT).solutions()
@@ -24,8 +24,8 @@ pytestmark = [
 def key():
     records = {}
     for chapter, md in SOLUTIONS.items():
-        records.update(answer_key.run_and_export(md, answer_key.chapter_items(chapter)))
-    return answer_key.build_key(records)
+        records.update(run_and_export(md, chapter_items(chapter)))
+    return build_key(records)
 
 
 def test_answer_key_covers_every_id_and_matches_the_registry(key):

@@ -196,11 +196,12 @@ def test_figure_facts_see_small_text_and_columns():
     fig, axes = plots.figure(1, 3)
     axes[2].text(0.5, 0.5, "小字", fontsize=6)
     axes[1].plot([0, 1], color=plots.COLORS["vermillion"], alpha=0.5)
+    axes[0].bar([0], [1], color="#cccccc", edgecolor="white")  # 不在 COLORS 里的灰色也算灰色；白色不算
     facts = plots.figure_facts(fig)
     plt.close(fig)
     assert facts["shardlab:layout"] == "1x3"
     assert facts["shardlab:min-font-pt"] == "6"
-    assert facts["shardlab:colors"] == "vermillion"
+    assert facts["shardlab:colors"] == "grey,vermillion"
 
 
 def test_glue_and_glue_text_leave_no_output_value():

@@ -173,8 +173,8 @@ def test_setup_cell_is_collapsed_and_ui_strings_are_chinese(site):
         html = (site / f"{page}.html").read_text(encoding="utf-8")
         assert "Show code cell" not in html and "Click to show" not in html, page
         if page != "book/environment":
-            first = html.index('class="cell docutils container')
-            assert "tag_hide-input" in html[first : first + 300], f"{page} 的第一个代码单元没有折叠"
+            first = re.search(r'<div class="cell[^"]*docutils container"', html)
+            assert first and "tag_hide-input" in first.group(0), f"{page} 的第一个代码单元没有折叠"
 
 
 # ---------- Chromium ----------
@@ -280,11 +280,15 @@ def test_checker_reports_every_kind_of_problem(tmp_path):
         <img src="missing.png" alt="x">
         <a href="other.html#here">好链接</a> <a href="other.html#nope">坏锚点</a> <a href="gone.html">坏链接</a>
         <a href="https://colab.research.google.com/github/o/r/blob/main/book/nb.ipynb">Colab</a>
+        <div class="shardlab-player" data-steps="3" data-step="0"><div class="sl-panels"></div>
+        <button class="sl-play">播放</button></div>
         </article>
         <script>console.error("boom")</script></body></html>""",
         encoding="utf-8",
     )
-    rep = site_check.check_site(site, ["book/other", "book/nb"], chromium=chromium, repo_root=repo)
+    rep = site_check.check_site(
+        site, ["book/other", "book/nb"], chromium=chromium, repo_root=repo, search_terms={"集合通信": "book/nb"}
+    )
     assert rep.problems("external") and "example.com" in rep.problems("external")[0]
     assert any("boom" in m for m in rep.problems("console"))
     assert any("missing.png" in m for m in rep.problems("failed"))
@@ -297,5 +301,7 @@ def test_checker_reports_every_kind_of_problem(tmp_path):
     colab = " ".join(rep.problems("colab"))
     assert "不存在的笔记本" in colab
     assert any(".ipynb" in m for m in rep.problems("download"))
+    assert any("没有变化" in m for m in rep.problems("animation")), "不会动的播放器要被报告"
+    assert any("集合通信" in m for m in rep.problems("search")), "搜不到的词要被报告"
     assert [p for p in rep.pages if p.page == "book/other"][0].problems == []
     assert site_check.static_external_resources(site) == ["book/nb.html: <script> http://example.com/x.js"]

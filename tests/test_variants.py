@@ -14,7 +14,7 @@ from nbclient import NotebookClient
 
 from shardlab import answers, problems, variants
 from shardlab.assign import personalize
-from shardlab.export import ExportItem, export_source, parse_exports
+from shardlab.grade.export import ExportItem, export_source, parse_exports
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = {"ch05": 5, "ch06": 6}

@@ -300,6 +300,7 @@ class SiteReport:
     pdf_problems: list[str] = field(default_factory=list)
     checked_links: int = 0
     search: dict[str, list[str]] = field(default_factory=dict)  # 词 → 结果里的页面
+    search_problems: list[str] = field(default_factory=list)
     players: int = 0
     mobile_figures: int = 0
 
@@ -311,6 +312,7 @@ class SiteReport:
             "failed": [f"请求失败：{u}" for u in self.failed],
             "console": [f"控制台错误：{m}" for m in self.console],
             "print": [f"打印：{m}" for m in self.pdf_problems],
+            "search": list(self.search_problems),
         }
         for page in self.pages:
             for k, message in page.problems:
@@ -401,7 +403,6 @@ def check_site(
 
             report = SiteReport(server.base, results, blocked, failed, console, externals)
             _check_links(report, origin)
-            by_name = {r.page: r for r in results}
             for r in results:
                 if r.info.get("players"):
                     current["page"] = f"{r.page}（动画）"
@@ -409,7 +410,7 @@ def check_site(
                     report.players += _check_players(page, r)
             if search_terms:
                 current["page"] = "search"
-                report.search = _check_search(page, server.base, search_terms, by_name.get(pages[0], results[0]))
+                report.search = _check_search(page, server.base, search_terms, report.search_problems)
             if mobile:
                 current["page"] = "（手机）"
                 mctx = browser.new_context(viewport=MOBILE, locale="zh-CN", service_workers="block", is_mobile=True)
@@ -484,8 +485,10 @@ def _check_players(page, result: PageResult) -> int:
 _SEARCH_JS = r"""
 async () => {
   for (let i = 0; i < 100; i++) {
-    const done = document.querySelector("#search-results p.search-summary, #search-results .search-summary");
-    if (done && Search && Search._index) break;
+    if (!document.querySelector("#search-results")) break;  // 不是 Sphinx 的搜索页
+    // 搜索结束时 searchtools.js 在 p.search-summary 里写上结果数（而且已经取完每个结果页的摘要）
+    const summary = document.querySelector("#search-results p.search-summary");
+    if (summary && summary.innerText.trim() && Search._pulse_status === -1) break;
     await new Promise(r => setTimeout(r, 100));
   }
   return Array.from(document.querySelectorAll("#search-results ul.search li a")).map(a => a.href);
@@ -493,7 +496,7 @@ async () => {
 """
 
 
-def _check_search(page, base: str, terms: dict[str, str], where: PageResult) -> dict[str, list[str]]:
+def _check_search(page, base: str, terms: dict[str, str], problems: list[str]) -> dict[str, list[str]]:
     """在网站的搜索页里查每个词；结果里要有 terms[词] 那一页"""
     from urllib.parse import quote
 
@@ -504,7 +507,7 @@ def _check_search(page, base: str, terms: dict[str, str], where: PageResult) -> 
         hits = sorted({urlparse(h).path.lstrip("/").removesuffix(".html") for h in hrefs})
         found[term] = hits
         if want not in hits:
-            where.add("search", f"搜索 “{term}” 的结果里没有 {want}（结果：{hits or '无'}）")
+            problems.append(f"搜索 “{term}” 的结果里没有 {want}（结果：{hits or '无'}）")
     return found
 
 

@@ -20,14 +20,16 @@ from bs4 import BeautifulSoup
 
 CODE_LINE_LIMIT = 88
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_PUNCT = "\u3001\u3002\uff0c\uff1b\uff1a\uff01\uff1f\uff09\u300d\u300f\u201d\u2019"
+_CJK_PUNCT = "\u3001\u3002\uff0c\uff1b\uff1a\uff01\uff1f"  # 、。，；：！？
+# 句读之后的任何空白都多余；两个汉字之间只查换行（源文件的断行），作者有意打的空格（“第 5 章 集合通信”）不算
 _SPACE_AFTER_PUNCT = re.compile(rf"[{_CJK_PUNCT}][ \t\n\u00a0]+(?=\S)")
-_SPACE_BETWEEN_HAN = re.compile(rf"[{_CJK}][ \t\n\u00a0]+[{_CJK}]")
+_SPACE_BETWEEN_HAN = re.compile(rf"[{_CJK}][ \t]*\n[ \t\n]*[{_CJK}]")
 _AUTO_ID = re.compile(r"id\d+")
 
 # 图注里的方位词 → 需要的子图行数或列数
-_LEFT_RIGHT = re.compile(r"（[左右]）|[左右](?:图|边|侧|半|栏|子图)")
-_TOP_BOTTOM = re.compile(r"（[上下]）|[上下](?:半|栏|子图)|(?:上|下)(?:方|面)的子图")
+# 只认指子图的说法；“左侧是延迟受限区”这样指同一幅图里的区域的不算
+_LEFT_RIGHT = re.compile(r"（[左右][）,，、]|[左右](?:图|栏|子图|边的图|侧的图)")
+_TOP_BOTTOM = re.compile(r"（[上下][）,，、]|[上下](?:栏|子图|半幅)|(?:上|下)(?:方|面|边)的(?:子)?图")
 
 
 def _soup(path: Path) -> BeautifulSoup:
@@ -49,31 +51,37 @@ def _text(output: dict) -> str | None:
     return "".join(plain) if isinstance(plain, list) else str(plain)
 
 
+def _glued_texts(nb_path: Path, cells: list) -> dict[str, str]:
+    """这个笔记本 glue 过的值的 text/plain → 名字（myst-nb 把它们存在旁边的 .glue.json；也认单元里的 glue 输出）"""
+    outputs = [out for cell in cells for out in cell.get("outputs", [])]
+    side = nb_path.with_suffix(".glue.json")
+    if side.exists():
+        outputs += list(json.loads(side.read_text(encoding="utf-8")).values())
+    glued = {}
+    for out in outputs:
+        book = out.get("metadata", {}).get("scrapbook")
+        if not book:
+            continue
+        data = out.get("data", {})
+        plain = data.get("application/papermill.record/text/plain", data.get("text/plain"))
+        if plain is not None:
+            glued["".join(plain) if isinstance(plain, list) else str(plain)] = book.get("name", "?")
+    return glued
+
+
 def stray_glue_outputs(site: Path) -> list[str]:
-    """执行过的笔记本里，某个单元的 execute_result 就是它 glue 的值（glue 助手的返回值漏了出来）"""
+    """执行过的笔记本里，某个单元的 execute_result 就是一个 glue 过的值（glue 助手的返回值漏了出来）"""
     executed = Path(site).parent / "jupyter_execute"
     found = []
     for nb_path in sorted(executed.rglob("*.ipynb")):
-        nb = json.loads(nb_path.read_text(encoding="utf-8"))
-        for i, cell in enumerate(nb.get("cells", [])):
-            if cell.get("cell_type") != "code":
-                continue
-            glued = {}
+        cells = json.loads(nb_path.read_text(encoding="utf-8")).get("cells", [])
+        glued = _glued_texts(nb_path, cells)
+        for i, cell in enumerate(c for c in cells if c.get("cell_type") == "code"):
             for out in cell.get("outputs", []):
-                book = out.get("metadata", {}).get("scrapbook")
-                if book:
-                    plain = out.get("data", {}).get("application/papermill.record/text/plain") or out.get(
-                        "data", {}
-                    ).get("text/plain")
-                    if plain is not None:
-                        glued["".join(plain) if isinstance(plain, list) else str(plain)] = book.get("name")
-            for out in cell.get("outputs", []):
-                if out.get("output_type") != "execute_result":
-                    continue
-                text = _text(out)
+                text = _text(out) if out.get("output_type") == "execute_result" else None
                 if text is not None and text in glued:
                     rel = nb_path.relative_to(executed).with_suffix("")
-                    found.append(f"{rel}: 第 {i + 1} 个单元输出了 glue 的值 {text[:40]}（{glued[text]}）")
+                    found.append(f"{rel}: 第 {i + 1} 个代码单元输出了 glue 的值 {text[:40]}（{glued[text]}）")
     return found
 
 

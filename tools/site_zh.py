@@ -83,8 +83,8 @@ class JoinCjkLines(Transform):
                 continue
             if not text.strip():
                 i = parent.index(node)
-                before = parent[i - 1].astext()[-1:] if i > 0 else ""
-                after = parent[i + 1].astext()[:1] if i + 1 < len(parent) else ""
+                before = next((t[-1] for t in (c.astext() for c in reversed(parent[:i])) if t), "")
+                after = next((t[0] for t in (c.astext() for c in parent[i + 1 :]) if t), "")
                 if before and after and join_cjk_lines(before + "\n" + after) == before + after:
                     parent.remove(node)
                 continue

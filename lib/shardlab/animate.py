@@ -50,12 +50,7 @@ __all__ = [
 
 # 块的颜色（Okabe–Ito，见 shardlab.plots）；第 i 个块用 PALETTE[i % 8]
 PALETTE = [plots.COLORS[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "yellow", "grey")]
-TITLES = {
-    "all_gather": "全收集（AllGather）",
-    "reduce_scatter": "规约散射（ReduceScatter）",
-    "all_reduce": "全规约（AllReduce）",
-    "all_to_all": "全对全（AllToAll）",
-}
+ZH = {"all_gather": "全收集", "reduce_scatter": "规约散射", "all_reduce": "全规约", "all_to_all": "全对全"}
 LABELS = ("第 {s} / {n} 步", "初始状态", "完成", "线（无回绕）", "环", "单向环", "双向环", "设备")
 
 
@@ -110,43 +105,51 @@ class Recording:
 # ---------- 记录：由模拟器得到每一帧 ----------
 
 
-def _schedule(collective: str, topo: torus.Torus) -> torus.Schedule:
-    """与 shardlab.ring 的标签模式相同的调度（一维环 / 线：每块 1 个单位，不切片）"""
+def _schedules(collective: str, topo: torus.Torus) -> list[torus.Schedule]:
+    """与 shardlab.ring 的标签模式相同的调度（一维环 / 线：每块 1 个单位，不切片）；AllReduce 是两段"""
     n = topo.n
     ones = np.ones((n, 1))
     if collective == "all_gather":
-        return torus.allgather_schedule(topo, ones, detail=True)
+        return [torus.allgather_schedule(topo, ones, detail=True)]
     if collective == "reduce_scatter":
-        return torus.reducescatter_schedule(topo, ones, detail=True)
+        return [torus.reducescatter_schedule(topo, ones, detail=True)]
     if collective == "all_reduce":
-        return ring._chain(
-            torus.reducescatter_schedule(topo, ones, detail=True), torus.allgather_schedule(topo, ones, detail=True)
-        )
+        return [
+            torus.reducescatter_schedule(topo, ones, detail=True),
+            torus.allgather_schedule(topo, ones, detail=True),
+        ]
     routes = torus.alltoall_routes(topo, np.ones((n, n)))
-    return torus.alltoall_schedule(topo, None, detail=True, routes=routes)
+    return [torus.alltoall_schedule(topo, None, detail=True, routes=routes)]
 
 
-def _chip(collective: str, label: str, names: list[str], n: int) -> Chip:
+def _step_link_bytes(topo: torus.Torus, sched: torus.Schedule) -> np.ndarray:
+    """调度每一步经过每条有向链路的字节（与模拟器的 SimResult.link_bytes 同样的形状）"""
+    out = np.zeros((sched.n_steps, topo.n_links))
+    np.add.at(out, (sched.step, topo.link_index(sched.src, sched.port)), sched.nbytes)
+    return out
+
+
+def _chip(collective: str, label: str, letters: list[str], n: int) -> Chip:
     """把模拟器的标签（'A'、'A0+A3'、'ΣA'、'B3a'）变成图上的块"""
     if collective == "all_to_all":
         dst = int("".join(ch for ch in label[1:] if ch.isdigit()))
         return Chip(label, dst, 1.0, label)
     if label.startswith("Σ"):
-        return Chip(label, names.index(label[1:]), 1.0, label)
+        return Chip(label, letters.index(label[1:]), 1.0, label)
     letter = label.split("+")[0].rstrip("0123456789") if "+" in label or label[-1:].isdigit() else label
     if collective == "all_gather" or label == letter:
-        return Chip(letter, names.index(letter), 1.0, label)
+        return Chip(letter, letters.index(letter), 1.0, label)
     k = label.count("+") + 1  # 部分和已经加了 k 份（共 n 份）
     text = label if len(label) <= 5 else f"{letter}({k})"
-    return Chip(text, names.index(letter), k / n, f"{label}（{k}/{n} 份）")
+    return Chip(text, letters.index(letter), k / n, f"{label}（{k}/{n} 份）")
 
 
-def _move_chip(collective: str, key, names: list[str]) -> Chip:
+def _move_chip(collective: str, key, letters: list[str]) -> Chip:
     if collective == "all_to_all":
         s, t, suffix = key
-        return Chip(f"{names[s]}{t}{suffix}", int(t), 1.0)
+        return Chip(f"{letters[s]}{t}{suffix}", int(t), 1.0)
     d = key[0]
-    return Chip(names[d], int(d), 1.0)
+    return Chip(letters[d], int(d), 1.0)
 
 
 def record(collective: str, n: int, *, bidirectional: bool = True, wraparound: bool = True) -> Recording:
@@ -154,21 +157,24 @@ def record(collective: str, n: int, *, bidirectional: bool = True, wraparound: b
     name = names.canonical(collective)
     topo = torus.Ring(n, bidirectional=bidirectional, wraparound=wraparound)
     result = ring.simulate(name, topo)
-    sched = _schedule(name, topo)
+    scheds = _schedules(name, topo)
     # 核对：调度逐步逐链路的字节与模拟器数出来的完全相同
-    check = ring._link_bytes(topo, sched)
+    check = np.concatenate([_step_link_bytes(topo, sched) for sched in scheds])
     if check.shape != result.link_bytes.shape or not np.allclose(check, result.link_bytes):
         raise RuntimeError("动画用的调度与模拟器记录的链路字节不一致（内部错误）")
-    labels = ring._names(n)
-    frames = [[[_chip(name, lab, labels, n) for lab in dev] for dev in step] for step in result.steps]
+    letters = [chr(ord("A") + i) for i in range(n)]  # 与模拟器的默认标签相同
+    frames = [[[_chip(name, lab, letters, n) for lab in dev] for dev in step] for step in result.steps]
     moves: list[list] = [[] for _ in range(result.n_steps)]
-    for m in np.argsort(sched.step, kind="stable").tolist():
-        src, dst, port = int(sched.src[m]), int(sched.dst[m]), int(sched.port[m])
-        chips = [_move_chip(name, key, labels) for key in sched.items[m]]
-        moves[int(sched.step[m])].append((src, dst, -1 if port % 2 else 1, chips))
+    offset = 0
+    for sched in scheds:
+        for m in np.argsort(sched.step, kind="stable").tolist():
+            src, dst, port = int(sched.src[m]), int(sched.dst[m]), int(sched.port[m])
+            chips = [_move_chip(name, key, letters) for key in sched.items[m]]
+            moves[offset + int(sched.step[m])].append((src, dst, -1 if port % 2 else 1, chips))
+        offset += sched.n_steps
     kind = "双向" if bidirectional else "单向"
     shape = "环" if wraparound else "线（无回绕）"
-    title = f"{TITLES[name]}：{n} 个设备的{kind}{shape}"
+    title = f"{ZH[name]}（{names.ALL[name].display}）：{n} 个设备的{kind}{shape}"
     return Recording(title, n, "ring" if wraparound else "line", frames, moves, None, list(topo.links))
 
 

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from numbers import Real
 
+import numpy as np
+
 from shardlab import answers, problems
 
 MISSING = "missing"
@@ -45,13 +47,8 @@ def _close(value: float, right: float, rtol: float) -> bool:
 
 def _as_number(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, Real):
-        try:
-            import numpy as np
-
-            if isinstance(value, np.ndarray) and value.shape == ():
-                return float(value)
-        except ImportError:  # pragma: no cover
-            pass
+        if isinstance(value, np.ndarray) and value.shape == ():
+            return float(value)
         return None
     return float(value)
 

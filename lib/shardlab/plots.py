@@ -250,15 +250,26 @@ def figure(nrows: int = 1, ncols: int = 1, *, height: float | None = None, **kwa
     return plt.subplots(nrows, ncols, figsize=(PAGE_WIDTH_IN, h), **kwargs)
 
 
+def _neutral(rgb) -> str | None:
+    """不在 COLORS 里的中性色：灰（#cccccc、lightgray 等）或近于黑；白色不算"""
+    hi, lo = max(rgb), min(rgb)
+    if hi - lo > 0.06:
+        return None
+    if hi < 0.2:
+        return "black"
+    return "grey" if hi < 0.95 else None
+
+
 PNG_KEYS = ("shardlab:layout", "shardlab:colors", "shardlab:min-font-pt", "shardlab:dpi")
 
 
 def figure_facts(fig) -> dict[str, str]:
     """图的几个可检查的事实：子图排列 “行x列”、用到的课程颜色名（逗号分隔）、最小字号（pt）、dpi
 
-    只数有 subplotspec 的坐标轴（子图；颜色条、插图不算）；颜色只认 ``COLORS`` 里的颜色（忽略透明度）。
+    只数有 subplotspec 的坐标轴（子图；颜色条、插图不算）；颜色认 ``COLORS`` 里的颜色（忽略透明度），
+    另外把中性的灰色（#cccccc 之类）记作 grey、近于黑的记作 black，全透明的不算。
     """
-    from matplotlib.colors import to_hex
+    from matplotlib.colors import to_hex, to_rgba
     from matplotlib.text import Text
 
     grids = [ax.get_subplotspec().get_gridspec() for ax in fig.axes if ax.get_subplotspec() is not None]
@@ -272,8 +283,9 @@ def figure_facts(fig) -> dict[str, str]:
     def note(color) -> None:
         try:
             for c in color if hasattr(color, "ndim") and color.ndim == 2 else [color]:
-                name = by_hex.get(to_hex(c, keep_alpha=False).lower())
-                if name:
+                rgba = to_rgba(c)
+                name = by_hex.get(to_hex(rgba[:3]).lower()) or _neutral(rgba[:3])
+                if name and rgba[3] > 0:
                     used.add(name)
         except (ValueError, TypeError):
             pass

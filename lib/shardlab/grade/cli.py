@@ -1,20 +1,28 @@
 """``shardlab-grade``（``make grade``）：评一个目录里的全部提交，写出成绩册与反馈
 
-每份提交在它自己的线程里评（``-j``），结果一份一份地原子写出，进度显示在终端上；
-已经评过、内容与答案表都没变的提交直接用缓存的结果。
+- 每份提交在它自己的线程里评（``-j``），在自己的错误边界里评分、记录和写出：一份出了什么事，其余照评；
+- 结果一份一份地原子写出；内容、答案表、评分代码和隐藏输入的种子都没变的提交直接用缓存的结果；
+  种子没给时沿用这个输出目录上次的种子（第一次随机选），所以重跑能用缓存，而隐藏输入仍是种子的确定函数；
+- 章由 ``--chapter`` 指定；没给时只在所有提交都属于同一章时自动推断；别的章的提交记为 ``other-chapter``，不评；
+- 输出目录上有一把锁（``OUT/.lock``）：同一个输出目录同时只能有一个评分器；临时文件都在 ``OUT/.work/`` 下，
+  每次运行开始时清掉上次（哪怕是被杀掉的那次）留下的；
+- 第一次 Ctrl-C：不再启动新的沙箱，结束正在运行的，保存已评的结果，退出码 130；第二次：立即退出（130），
+  已经写出的文件都是完整的（原子写）。
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
+import os
 import secrets
 import shutil
+import signal
 import sys
-import tempfile
 import threading
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,24 +30,29 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from shardlab import answers
 from shardlab.grade import inject, report
+from shardlab.grade import status as st
 from shardlab.grade.course import Course, CourseError
-from shardlab.grade.folder import collect_submissions, display_name, student_id
+from shardlab.grade.folder import Found, Unreadable, read_submission, scan
 from shardlab.grade.judge import hidden_inputs
 from shardlab.grade.key import AnswerKeyError, load_key
-from shardlab.grade.sandbox import Limits, Sandbox, bwrap_problem, stage_library
-from shardlab.grade.submission import RESULT_VERSION, Context, grade_submission
+from shardlab.grade.sandbox import Interrupted, Limits, Sandbox, bwrap_problem, stage_library
+from shardlab.grade.submission import RESULT_VERSION, Context, failed_result, grade_submission
+from shardlab.grade.text import terminal
+
+LOCK = ".lock"
+WORK = ".work"
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="shardlab-grade", description="在沙箱里评分学生提交的练习笔记本")
-    p.add_argument("submissions", nargs="+", help="提交所在目录、通配符或文件")
+    p.add_argument("submissions", nargs="+", help="提交所在目录（可以每个学生一个子目录）、通配符或文件")
     p.add_argument("-o", "--out", type=Path, required=True, help="输出目录")
     p.add_argument("-j", "--jobs", type=int, default=1, help="同时评几份（默认 1）")
     p.add_argument("--force", action="store_true", help="重评已经评过的提交")
-    p.add_argument("--chapter", type=int, help="练习的章（默认按答案标签推断）")
+    p.add_argument("--chapter", type=int, help="练习的章（没给时：所有提交都属于同一章才自动推断）")
     p.add_argument("--course", type=Path, help="课程目录（默认：从当前目录向上找含 solutions/ 与 exercises/ 的目录）")
     p.add_argument("--key", type=Path, help="答案表（默认 <课程目录>/build/answer_key.json，过期时由解答重建）")
-    p.add_argument("--seed", type=int, help="选隐藏输入的随机种子（默认每次随机）")
+    p.add_argument("--seed", type=int, help="选隐藏输入的随机种子（默认沿用这个输出目录上次的，第一次随机）")
     p.add_argument("--wall", type=float, default=Limits.wall_s, help="每份提交的墙钟时间上限（秒）")
     p.add_argument("--cell-timeout", type=float, default=Limits.cell_s, help="每个单元的时间上限（秒）")
     p.add_argument("--memory-mb", type=int, default=Limits.memory_bytes >> 20, help="每个进程的地址空间上限（MiB）")
@@ -52,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true", help="不显示进度条")
     return p
+
+
+class UsageError(RuntimeError):
+    """评分器不能开始：给出中文原因，退出码 2"""
 
 
 def _fail(message: str) -> int:
@@ -68,60 +85,162 @@ def main(argv: list[str] | None = None) -> int:
             ch: inject.exercise_order(course.exercise(ch), ch)
             for ch in sorted({a.chapter for a in answers.ANSWERS.values()})
         }
-    except (CourseError, AnswerKeyError, inject.CourseOrderError) as exc:
+        mode = _sandbox_mode(args.sandbox)
+    except (CourseError, AnswerKeyError, inject.CourseOrderError, UsageError) as exc:
         return _fail(str(exc))
-    mode = args.sandbox
-    if mode in ("auto", "bwrap"):
-        problem = bwrap_problem()
-        if problem is not None:
-            return _fail(
-                f"用不了 bubblewrap 沙箱：{problem}。没有 pid 命名空间和非特权 uid，学生的代码能读到机器上的文件、"
-                "杀掉或拖垮整台机器。请以 root 运行并安装 bubblewrap（apt-get install bubblewrap），"
-                "或者只对可信的提交明确地加 --sandbox rlimit。"
-            )
-        mode = "bwrap"
-    seed = args.seed if args.seed is not None else secrets.randbits(63)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        lock = _lock(out)
+    except UsageError as exc:
+        return _fail(str(exc))
+    try:
+        return _main_locked(args, course, key, orders, mode, out)
+    except UsageError as exc:
+        return _fail(str(exc))
+    finally:
+        lock.close()
+
+
+def _sandbox_mode(choice: str) -> str:
+    if choice == "rlimit":
+        return "rlimit"
+    problem = bwrap_problem()
+    if problem is not None:
+        raise UsageError(
+            f"用不了 bubblewrap 沙箱：{problem}。没有 pid 命名空间和非特权 uid，学生的代码能读到机器上的文件、"
+            "杀掉或拖垮整台机器。请以 root 运行并安装 bubblewrap（apt-get install bubblewrap），"
+            "或者只对可信的提交明确地加 --sandbox rlimit。"
+        )
+    return "bwrap"
+
+
+def _lock(out: Path):
+    """输出目录的锁：同一个输出目录同时只能有一个评分器（进程结束时锁自动释放，哪怕是被杀掉的）"""
+    f = open(out / LOCK, "a+", encoding="utf-8")  # noqa: SIM115  锁要一直拿到运行结束
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        holder = terminal(f.read(), 100).strip() or "?"
+        f.close()
+        raise UsageError(
+            f"另一个评分器（pid {holder}）正在使用输出目录 {out}；等它结束，或换一个 --out。"
+            "两个评分器同时写同一个成绩册会互相覆盖结果。"
+        ) from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"{os.getpid()}\n")
+    f.flush()
+    return f
+
+
+def _clean_leftovers(out: Path) -> list[str]:
+    """清掉以前的运行（被 Ctrl-C 两次或被杀掉的）留下的临时目录和写了一半的临时文件；拿到锁之后才调用"""
+    removed = []
+    if (out / WORK).exists():
+        shutil.rmtree(out / WORK, ignore_errors=True)
+        removed.append(WORK)
+    for folder in (out, out / "results", out / "feedback"):
+        for tmp in folder.glob(".*.tmp") if folder.is_dir() else ():
+            tmp.unlink(missing_ok=True)
+            removed.append(str(tmp.relative_to(out)))
+    return removed
+
+
+def _previous_seed(out: Path) -> int | None:
+    try:
+        meta = json.loads((out / "gradebook.json").read_text(encoding="utf-8")).get("meta", {})
+    except (OSError, ValueError, AttributeError):
+        return None
+    seed = meta.get("seed") if isinstance(meta, dict) else None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+def _choose_chapter(found: list[Found], explicit: int | None) -> int | None:
+    """--chapter；没给时由提交推断：每份能读的提交都属于同一章才行"""
+    known = sorted({a.chapter for a in answers.ANSWERS.values()})
+    if explicit is not None:
+        if explicit not in known:
+            raise UsageError(f"没有第 {explicit} 章的练习（有：{'、'.join(map(str, known))}）")
+        return explicit
+    seen: dict[int, list[str]] = {}
+    for f in found:
+        try:
+            chapter = inject.detect_chapter(inject.read_notebook(read_submission(f.path)))
+        except (inject.SubmissionError, Unreadable, OSError):
+            continue
+        if chapter is not None:
+            seen.setdefault(chapter, []).append(f.rel)
+    if len(seen) == 1:
+        return next(iter(seen))
+    if not seen:
+        if found:
+            raise UsageError("没有一份提交带有答案 id 标签，推断不出是哪一章；请用 --chapter 指定")
+        return None
+    parts = [f"第 {ch} 章 {len(files)} 份（例如 {terminal(files[0], 80)}）" for ch, files in sorted(seen.items())]
+    raise UsageError(
+        "提交里有不止一章的练习："
+        + "；".join(parts)
+        + "。请用 --chapter 指定这次评哪一章（别的章的提交会列出来，不评）"
+    )
+
+
+def _main_locked(args, course: Course, key, orders, mode: str, out: Path) -> int:
+    removed = _clean_leftovers(out)
+    (out / "results").mkdir(parents=True, exist_ok=True)
+    found = scan(args.submissions)
+    chapter = _choose_chapter(found.found, args.chapter)
+    seed = args.seed if args.seed is not None else _previous_seed(out)
+    seed = seed if seed is not None else secrets.randbits(63)
     inputs = hidden_inputs(seed)
     limits = Limits(wall_s=args.wall, cell_s=args.cell_timeout, memory_bytes=args.memory_mb << 20, nproc=args.nproc)
-    out: Path = args.out
-    (out / "results").mkdir(parents=True, exist_ok=True)
-    subs = collect_submissions(args.submissions)
-    stage = Path(tempfile.mkdtemp(prefix="shardlab-stage-"))
+    work = out / WORK / str(os.getpid())
+    work.mkdir(parents=True)
     try:
-        staged = stage_library(stage / "lib")
-        stage.chmod(0o755)
-        sandbox = Sandbox(staged, limits, mode=mode)
-        ctx = Context(key, seed, inputs, sandbox, args.chapter, orders)
+        staged = stage_library(work / "stage" / "lib")
+        for path in (out / WORK, work, work / "stage"):
+            path.chmod(0o755)
+        sandbox = Sandbox(staged, limits, mode=mode, workdir=work)
+        ctx = Context(key, seed, inputs, sandbox, chapter, orders, workdir=work)
         meta = {
             "isolation": sandbox.mode,
             "limits": limits.as_dict(),
+            "chapter": chapter,
             "seed": seed,
             "hidden_inputs": {k: [list(a) for a in v] for k, v in inputs.items()},
             "key": key.fingerprint,
+            "code": ctx.code,
+            "cache_key": ctx.cache_key,
             "course": str(course.root),
+            "ignored": found.ignored,
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
-        return _run(subs, ctx, out, args, meta)
+        if removed:
+            meta["cleaned_up"] = removed
+        for item in found.ignored:
+            print(f"评分器：忽略 {terminal(item['file'])}：{item['reason']}", file=sys.stderr)
+        return _run(found.found, ctx, out, args, meta)
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
-def _cached(path: Path, sha: str | None, key_fp: str) -> dict | None:
+def _cached(path: Path, sha: str | None, cache_key: str) -> dict | None:
     try:
         res = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, ValueError):
         return None  # 读不了的缓存照样重评；_previous 已经报告过它
-    if res.get("version") != RESULT_VERSION or res.get("key") != key_fp or res.get("sha256") != sha:
+    if not isinstance(res, dict) or res.get("version") != RESULT_VERSION:
+        return None
+    if res.get("cache_key") != cache_key or res.get("sha256") != sha or sha is None:
         return None
     return res
 
 
 def _sha(path: Path) -> str | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_submission(path)).hexdigest()
+    except (Unreadable, OSError):
         return None
 
 
@@ -131,73 +250,120 @@ def _previous(out: Path, meta: dict) -> dict[str, dict]:
     for path in sorted((out / "results").glob("*.json")):
         try:
             old = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            meta.setdefault("unreadable_results", []).append(f"{path.name}: {exc}")
-            print(f"评分器：读不了以前的结果 {path}（{exc}），这份提交会重评", file=sys.stderr)
+        except (OSError, ValueError) as exc:
+            meta.setdefault("unreadable_results", []).append(f"{path.name}: {terminal(exc)}")
+            print(f"评分器：读不了以前的结果 {terminal(path)}（{terminal(exc)}），这份提交会重评", file=sys.stderr)
             continue
         if isinstance(old, dict) and old.get("version") == RESULT_VERSION and old.get("student") == path.stem:
             results[path.stem] = old
     return results
 
 
-def _run(subs: list[Path], ctx: Context, out: Path, args, meta: dict) -> int:
+class _Interrupts:
+    """SIGINT / SIGTERM：第一次停止启动新的沙箱并结束正在运行的；第二次立即退出"""
+
+    def __init__(self, ctx: Context):
+        self.ctx, self.count, self.old = ctx, 0, {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.old[sig] = signal.signal(sig, self)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self.old.items():
+            signal.signal(sig, handler)
+        return False
+
+    def __call__(self, signum, frame):
+        self.count += 1
+        self.ctx.stop.set()
+        self.ctx.sandbox.kill_all()
+        if self.count > 1:
+            os._exit(130)  # 已经写出的文件都是原子写的；临时文件下次运行时清掉
+        print("评分器：收到中断：不再启动新的沙箱，正在保存已评的结果（再按一次 Ctrl-C 立即退出）", file=sys.stderr)
+
+
+def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     results = _previous(out, meta)
-    todo: list[tuple[str, Path]] = []
-    ids: dict[str, int] = {}
-    for path in subs:
-        sid = student_id(path)
-        if sid in ids:  # 两个文件得到同一个 id：加序号
-            ids[sid] += 1
-            sid = f"{sid}-{ids[sid]}"
-        ids.setdefault(sid, 1)
-        cached = None if args.force else _cached(out / "results" / f"{sid}.json", _sha(path), ctx.key.fingerprint)
+    todo: list[Found] = []
+    for f in found:
+        cached = None if args.force else _cached(out / "results" / f"{f.sid}.json", _sha(f.path), ctx.cache_key)
         if cached is not None:
-            cached["student"] = sid
-            results[sid] = cached
+            results[f.sid] = cached
         else:
-            todo.append((sid, path))
-    lock = threading.Lock()
+            todo.append(f)
     newly: list[str] = []
 
-    def finish(sid: str, res: dict) -> None:
-        with lock:
-            results[sid] = res
-            newly.append(sid)
-            report.atomic_write(out / "results" / f"{sid}.json", json.dumps(res, ensure_ascii=False, indent=1))
-            report.write_feedback(out, res)
-            report.write_gradebook(out, list(results.values()), meta)
-
-    report.write_gradebook(out, list(results.values()), meta)
-    skipped = len(subs) - len(todo)
-    progress = _progress(args.no_progress, sys.stderr.isatty())
-    interrupted = False
-    with progress, ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        task = progress.add_task("评分", total=len(todo))
-        futures = {pool.submit(grade_submission, path, ctx, sid, display_name(path)): sid for sid, path in todo}
-        pending = set(futures)
+    def record(f: Found, res: dict) -> None:
+        """写出一份结果；写不出来时记为 grader-error（附原因），再写不出来就只留在内存里的成绩册中"""
         try:
-            while pending:
-                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    finish(futures[fut], fut.result())
-                    progress.advance(task)
-        except KeyboardInterrupt:
-            interrupted = True
-            for fut in pending:
-                fut.cancel()
-            ctx.sandbox.kill_all()
+            report.atomic_write(out / "results" / f"{f.sid}.json", json.dumps(res, ensure_ascii=False, indent=1))
+            report.write_feedback(out, res)
+        except Exception as exc:  # noqa: BLE001
+            res = failed_result(f, ctx, st.GRADER_ERROR, f"写结果时出错：{type(exc).__name__}: {exc}")
+            try:
+                report.atomic_write(out / "results" / f"{f.sid}.json", json.dumps(res, ensure_ascii=False, indent=1))
+            except Exception as exc2:  # noqa: BLE001
+                meta.setdefault("write_errors", []).append(f"{f.rel}: {terminal(exc2)}")
+        results[f.sid] = res
+        newly.append(f.sid)
+        _write_gradebook(out, results, meta)
+
+    _write_gradebook(out, results, meta)
+    skipped = len(found) - len(todo)
+    progress = _progress(args.no_progress, sys.stderr.isatty())
+    with _Interrupts(ctx), progress, ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        task = progress.add_task("评分", total=len(todo))
+        futures = {pool.submit(grade_submission, f, ctx): f for f in todo}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for fut in done:
+                f = futures[fut]
+                try:
+                    res = fut.result()
+                except (Interrupted, CancelledError):
+                    continue
+                except Exception as exc:  # noqa: BLE001  grade_submission 本不该抛出；万一抛出也只影响这一份
+                    res = failed_result(f, ctx, st.GRADER_ERROR, f"{type(exc).__name__}: {exc}")
+                record(f, res)
+                progress.advance(task)
+            if ctx.stop.is_set():
+                for fut in pending:
+                    fut.cancel()
+    interrupted = ctx.stop.is_set()
     meta["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    report.write_gradebook(out, list(results.values()), meta)
+    meta["counts"] = {
+        "found": len(found),
+        "graded_now": len(newly),
+        "cached": skipped,
+        "not_graded": len(todo) - len(newly),
+        "ignored": len(meta["ignored"]),
+    }
+    meta["interrupted"] = interrupted
+    _write_gradebook(out, results, meta)
     total = sum(r["points"] for r in results.values())
+    stale = sum(not report.is_current(r, meta) for r in results.values())
     print(
-        f"评分完成：新评 {len(newly)} 份，跳过已评 {skipped} 份；隔离方式 {ctx.sandbox.mode}；"
-        f"共 {len(results)} 份，总分 {total:g}。结果在 {out}/gradebook.csv",
+        f"评分完成：新评 {len(newly)} 份，跳过已评 {skipped} 份，忽略 {len(meta['ignored'])} 个文件；"
+        f"隔离方式 {ctx.sandbox.mode}；共 {len(results)} 份，总分 {total:g}。结果在 {terminal(out)}/gradebook.csv",
         file=sys.stderr,
     )
+    if stale:
+        print(f"评分器：成绩册里有 {stale} 份是在别的答案表、评分代码或种子下评的（current = no）", file=sys.stderr)
     if interrupted:
         print("评分被中断：已评的结果都已保存，再运行一次会接着评剩下的", file=sys.stderr)
         return 130
     return 0
+
+
+def _write_gradebook(out: Path, results: dict[str, dict], meta: dict) -> None:
+    try:
+        report.write_gradebook(out, list(results.values()), meta)
+    except Exception as exc:  # noqa: BLE001  成绩册写不出来不能让别的提交丢掉结果；每份的 results/*.json 都在
+        print(f"评分器：写成绩册失败：{terminal(exc)}", file=sys.stderr)
 
 
 class _LineProgress:

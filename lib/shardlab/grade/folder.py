@@ -1,4 +1,13 @@
-"""提交目录：找出要评的文件，给每份提交一个学生 id"""
+"""提交目录：找出要评的文件（只要普通文件，不跟随符号链接），安全地读它们，给每份提交一个唯一、可追溯的学生 id
+
+- 目录里的 ``*.ipynb``（不分大小写）和每个学生一个子目录（``subs/<学生>/*.ipynb``）都算提交；
+  符号链接、FIFO、设备、目录、套接字即使名字是 ``*.ipynb`` 也不读，列为“忽略”并写明原因；别的文件也列出来；
+- 读文件用 ``O_NOFOLLOW | O_NONBLOCK`` 打开，确认是普通文件，最多读 ``MAX_SUBMISSION_BYTES + 1`` 个字节；
+- 学生 id 由相对于提交目录的路径得到：顶层文件取文件名，子目录里的文件取子目录名；只保留字母（含中文）、数字、
+  ``. _ -``，最多 ``MAX_ID_BYTES`` 个字节；改动过、截断过或与别的 id 相同（不分大小写）时，加上 ``~`` 和相对路径的
+  短哈希——``~`` 不会出现在没加哈希的 id 里，所以加了哈希的 id 不可能等于另一个文件的 id；
+- 同一个路径列出两次只评一次（按路径和内容哈希去重，从不按符号链接指向的目标）。
+"""
 
 from __future__ import annotations
 
@@ -6,41 +15,208 @@ import glob
 import hashlib
 import os
 import re
+import stat
+import unicodedata
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from shardlab.grade.text import clean
 
-def student_id(path: Path) -> str:
-    """由文件名得到学生 id：保留字母（含中文）、数字、. _ -；改动过或不是 UTF-8 时加上短哈希防止重名"""
-    raw = os.fsencode(path.name)
-    stem = raw[:-6] if raw.lower().endswith(b".ipynb") else raw
+MAX_SUBMISSION_BYTES = 20 << 20
+MAX_ID_BYTES = 96  # 学生 id 的字节数上限（加上哈希、.json 和临时文件的前后缀仍远小于 255）
+MAX_DEPTH = 2  # 提交目录下最多看两层：文件，或 <学生>/文件
+HASH_SEP = "~"
+
+
+class Unreadable(Exception):
+    """不能当作提交读的文件（不是普通文件、太大、读不了）"""
+
+    def __init__(self, reason: str, too_large: bool = False):
+        super().__init__(reason)
+        self.reason = reason
+        self.too_large = too_large
+
+
+@dataclass
+class Found:
+    """一份要评的提交"""
+
+    path: Path  # 真实路径（评分器打开它）
+    rel: str  # 相对于提交目录的路径，可以显示（已清理）
+    raw_rel: bytes  # 相对路径的原始字节（用来算 id 和哈希）
+    group: bytes  # 决定 id 的那一段：顶层文件的文件名（去掉 .ipynb），或子目录名
+    sid: str = ""
+
+
+@dataclass
+class Scan:
+    found: list[Found] = field(default_factory=list)
+    ignored: list[dict] = field(default_factory=list)  # {"file": 相对路径, "reason": 原因}
+
+
+def _kind(mode: int) -> str | None:
+    """不是普通文件时，它是什么"""
+    for test, name in (
+        (stat.S_ISLNK, "符号链接（symlink）"),
+        (stat.S_ISDIR, "目录"),
+        (stat.S_ISFIFO, "命名管道（FIFO）"),
+        (stat.S_ISCHR, "字符设备"),
+        (stat.S_ISBLK, "块设备"),
+        (stat.S_ISSOCK, "套接字"),
+    ):
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) else "不是普通文件"
+
+
+def _is_notebook(name: bytes) -> bool:
+    return name.lower().endswith(b".ipynb")
+
+
+def _stem(name: bytes) -> bytes:
+    return name[:-6] if _is_notebook(name) else name
+
+
+def show(raw: bytes) -> str:
+    """路径的原始字节 → 可以显示的文字（坏字节写成 \\xff，控制字符去掉）"""
+    return clean(raw.decode("utf-8", "backslashreplace"), 500, newlines=False)
+
+
+def scan(specs: list[str]) -> Scan:
+    """列出要评的提交与被忽略的文件；目录按名字排序，不跟随符号链接"""
+    result = Scan()
+    seen: set[bytes] = set()
+
+    def add(path: bytes, rel: bytes, group: bytes) -> None:
+        real = os.path.normpath(os.path.abspath(path))
+        if real in seen:
+            return
+        seen.add(real)
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError as exc:
+            result.ignored.append({"file": show(rel), "reason": f"读不了：{exc.strerror}"})
+            return
+        kind = _kind(mode)
+        if kind is not None:
+            result.ignored.append({"file": show(rel), "reason": f"{kind}，不是普通文件；评分器不读它"})
+            return
+        result.found.append(Found(Path(os.fsdecode(path)), show(rel), rel, group))
+
+    for spec in specs:
+        top = os.fsencode(spec)
+        try:
+            top_mode = os.lstat(top).st_mode
+        except OSError:
+            top_mode = None
+        if top_mode is not None and stat.S_ISDIR(top_mode):
+            _walk(top, b"", 1, add, result)
+        elif any(ch in spec for ch in "*?["):
+            for match in sorted(glob.glob(top)):
+                add(match, match, _stem(os.path.basename(match)))
+        else:
+            add(top, top, _stem(os.path.basename(top)))
+    assign_ids(result.found)
+    return result
+
+
+def _walk(root: bytes, rel: bytes, depth: int, add, result: Scan) -> None:
     try:
-        text, changed = stem.decode("utf-8"), False
-    except UnicodeDecodeError:
-        text, changed = stem.decode("utf-8", "backslashreplace"), True
-    safe = re.sub(r"[^\w.-]", "_", text).lstrip(".")[:80] or "_"
-    if changed or safe != text:
-        safe += "-" + hashlib.sha1(raw).hexdigest()[:6]
+        entries = sorted(os.scandir(os.path.join(root, rel) if rel else root), key=lambda e: e.name)
+    except OSError as exc:
+        result.ignored.append({"file": show(rel or root), "reason": f"读不了目录：{exc.strerror}"})
+        return
+    for entry in entries:
+        name = entry.name
+        sub = os.path.join(rel, name) if rel else name
+        if name.startswith(b"."):
+            continue  # 隐藏文件（.DS_Store、.ipynb_checkpoints、.git）
+        if entry.is_symlink():
+            result.ignored.append({"file": show(sub), "reason": "符号链接（symlink），评分器不跟随它"})
+            continue
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            is_dir = False
+        if is_dir and not _is_notebook(name):
+            if depth < MAX_DEPTH:
+                _walk(root, sub, depth + 1, add, result)
+            else:
+                result.ignored.append({"file": show(sub), "reason": "目录太深（只看提交目录下两层）"})
+            continue
+        if not _is_notebook(name):
+            result.ignored.append({"file": show(sub), "reason": "不是 .ipynb 笔记本"})
+            continue
+        group = _stem(name) if not rel else rel.split(b"/")[0]
+        add(os.path.join(root, sub), sub, group)
+
+
+def _safe(text: str) -> str:
+    safe = re.sub(r"[^\w.-]", "_", unicodedata.normalize("NFC", text)).lstrip(".-") or "_"
+    raw = safe.encode("utf-8")
+    if len(raw) > MAX_ID_BYTES:
+        safe = raw[:MAX_ID_BYTES].decode("utf-8", "ignore")
     return safe
 
 
-def display_name(path: Path) -> str:
-    return os.fsencode(path.name).decode("utf-8", "backslashreplace")
+def _hashed(base: str, raw_rel: bytes, n: int = 8) -> str:
+    return f"{base}{HASH_SEP}{hashlib.sha256(raw_rel).hexdigest()[:n]}"
 
 
-def collect_submissions(specs: list[str]) -> list[Path]:
-    found: list[Path] = []
-    for spec in specs:
-        path = Path(spec)
-        if path.is_dir():
-            entries = sorted(os.listdir(os.fsencode(path)))
-            found += [path / os.fsdecode(e) for e in entries if e.lower().endswith(b".ipynb")]
-        elif any(ch in spec for ch in "*?["):
-            found += [Path(p) for p in sorted(glob.glob(spec)) if Path(p).is_file()]
-        else:
-            found.append(path)
-    seen, unique = set(), []
-    for p in found:
-        if p.resolve() not in seen:
-            seen.add(p.resolve())
-            unique.append(p)
-    return unique
+def assign_ids(found: list[Found]) -> None:
+    """给每份提交一个唯一的 id（不分大小写也不同）；见模块说明"""
+    bases: dict[int, str] = {}
+    needs_hash: set[int] = set()
+    for k, f in enumerate(found):
+        try:
+            text = f.group.decode("utf-8")
+        except UnicodeDecodeError:
+            text = f.group.decode("utf-8", "backslashreplace")
+            needs_hash.add(k)
+        bases[k] = _safe(text)
+        if bases[k] != text:
+            needs_hash.add(k)
+    counts: dict[str, int] = {}
+    for base in bases.values():
+        counts[base.casefold()] = counts.get(base.casefold(), 0) + 1
+    taken: set[str] = set()
+    for k, base in bases.items():
+        if counts[base.casefold()] == 1 and k not in needs_hash:
+            found[k].sid = base
+            taken.add(base.casefold())
+    for k, base in bases.items():
+        if found[k].sid:
+            continue
+        candidates = [_hashed(base, found[k].raw_rel, n) for n in range(8, 65, 8)]
+        candidates += [f"{candidates[-1]}{HASH_SEP}{i}" for i in range(2, len(found) + 2)]
+        sid = next(c for c in candidates if c.casefold() not in taken)  # 短哈希也撞上了：加长
+        found[k].sid = sid
+        taken.add(sid.casefold())
+
+
+def read_submission(path: Path, cap: int = MAX_SUBMISSION_BYTES) -> bytes:
+    """只读普通文件：不跟随符号链接，不在 FIFO 上卡住，最多读 cap + 1 个字节（超过就是太大）"""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise Unreadable(f"打不开：{exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        kind = _kind(info.st_mode)
+        if kind is not None:
+            raise Unreadable(f"{kind}，不是普通文件")
+        if info.st_size > cap:
+            raise Unreadable(f"文件有 {info.st_size / (1 << 20):.1f} MB，超过 {cap >> 20} MB", too_large=True)
+        chunks, size = [], 0
+        while size <= cap:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > cap:
+            raise Unreadable(f"文件超过 {cap >> 20} MB", too_large=True)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -1,5 +1,9 @@
 """评分第一步：读入一份提交、检查它的结构，生成注入了导出单元的评分笔记本
 
+一切有上限，而且在任何耗时的处理之前检查：文件大小、JSON 的嵌套深度、整数的位数、单元数、源码长度、标签数；
+生成评分笔记本有时间上限（``PREPARE_S``）。代码单元的源码或标签里有孤立的代理项（surrogate）或 NUL 时，
+整份提交记为 ``invalid-text``；位数过多的整数记为 ``invalid-number``。
+
 只用提交里代码单元的源码和标签，别的（输出、元数据、markdown）一律丢掉；学生自己放进去的 ``autograder*`` 单元、
 含导出标记的单元也删掉。每个答案单元后面紧跟一个导出单元，只导出这一个单元里的答案，所以后面的单元改不了它。
 导出单元里只有答案 id、变量名和（函数答案的）输入，没有任何参考值。
@@ -8,6 +12,8 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,16 +23,45 @@ from shardlab import answers
 from shardlab.grade.export import EXPORT_TAG, MARKER, ExportItem, export_source
 from shardlab.grade.status import (
     DUPLICATE_TAG,
+    INVALID_NUMBER,
+    INVALID_TEXT,
     MISSING_CELL,
     NBFORMAT_3,
     NOT_JSON,
     NOT_NOTEBOOK,
+    OTHER_CHAPTER,
     REORDERED,
     TOO_LARGE,
     UNRELATED,
 )
 
 MAX_SUBMISSION_BYTES = 20 << 20
+MAX_DEPTH = 64  # JSON 的嵌套层数（正常的笔记本不到 10 层）
+MAX_CELLS = 2000  # 单元数（练习笔记本约 100 个）
+MAX_CELL_SOURCE = 1 << 20  # 一个代码单元的源码（字符）
+MAX_SOURCE = 4 << 20  # 全部代码单元的源码
+MAX_TAGS = 32  # 一个单元的标签数
+MAX_TAG_CHARS = 200
+PREPARE_S = 10.0  # 生成评分笔记本的时间上限
+_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
+
+
+MAX_NODES = 200_000  # JSON 里的值（数组与对象的元素）总数；练习笔记本约 3000 个
+
+
+def _too_complex(value) -> str:
+    """JSON 值嵌套太深或元素太多时说明原因（不递归；超限就停，所以花的时间有上限）"""
+    stack, nodes = [(value, 1)], 0
+    while stack:
+        node, d = stack.pop()
+        if d > MAX_DEPTH:
+            return f"JSON 嵌套超过 {MAX_DEPTH} 层"
+        children = node.values() if isinstance(node, dict) else node
+        nodes += len(children)
+        if nodes > MAX_NODES:
+            return f"JSON 里的值超过 {MAX_NODES} 个"
+        stack.extend((child, d + 1) for child in children if isinstance(child, dict | list))
+    return ""
 
 
 class CourseOrderError(RuntimeError):
@@ -58,21 +93,33 @@ class Prepared:
     problem_cell: dict[str, int] = field(default_factory=dict)  # 答案 id → 提交里的单元序号
     dropped: int = 0  # 删掉的 autograder 单元数
     order: dict[str, int] = field(default_factory=dict)  # 答案 id → 标准顺序里的位置
+    notes: list[str] = field(default_factory=list)  # 给学生看的结构提示（同一个单元里重复的标签等）
 
 
 def read_notebook(data: bytes) -> dict:
-    """解析并做最基本的结构检查；出问题时抛出 SubmissionError"""
+    """解析并做结构检查，全部上限都在这里；出问题时抛出 SubmissionError"""
     if len(data) > MAX_SUBMISSION_BYTES:
         raise SubmissionError(TOO_LARGE, f"超过 {MAX_SUBMISSION_BYTES >> 20} MB")
+    if data.count(b"[") + data.count(b"{") > 2 * MAX_NODES:  # 在解析之前：这么多括号，结构不会更少
+        raise SubmissionError(TOO_LARGE, f"JSON 里的数组与对象超过 {2 * MAX_NODES} 个")
     try:
         raw = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    except RecursionError:
+        raise SubmissionError(TOO_LARGE, f"JSON 嵌套太深（上限 {MAX_DEPTH} 层）") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SubmissionError(NOT_JSON, str(exc)[:200]) from None
+    except ValueError as exc:  # 不是 JSONDecodeError 的 ValueError：整数的位数超过 Python 的上限（约 4300 位）
+        raise SubmissionError(INVALID_NUMBER, str(exc)[:200]) from None
+    if isinstance(raw, dict) and isinstance(raw.get("cells"), list) and len(raw["cells"]) > MAX_CELLS:
+        raise SubmissionError(TOO_LARGE, f"有 {len(raw['cells'])} 个单元（上限 {MAX_CELLS}）")
+    problem = _too_complex(raw) if isinstance(raw, dict | list) else ""
+    if problem:
+        raise SubmissionError(TOO_LARGE, problem)
     if not isinstance(raw, dict) or "nbformat" not in raw:
         raise SubmissionError(NOT_NOTEBOOK, "顶层没有 nbformat 字段")
     version = raw.get("nbformat")
-    if not isinstance(version, int):
-        raise SubmissionError(NOT_NOTEBOOK, f"nbformat 字段是 {version!r}")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise SubmissionError(NOT_NOTEBOOK, f"nbformat 字段是 {type(version).__name__}")
     if version < 4:
         raise SubmissionError(NBFORMAT_3, f"nbformat {version}")
     if version > 4:
@@ -80,6 +127,24 @@ def read_notebook(data: bytes) -> dict:
     cells = raw.get("cells")
     if not isinstance(cells, list) or not all(isinstance(c, dict) and "cell_type" in c for c in cells):
         raise SubmissionError(NOT_NOTEBOOK, "cells 不是单元列表")
+    if len(cells) > MAX_CELLS:
+        raise SubmissionError(TOO_LARGE, f"有 {len(cells)} 个单元（上限 {MAX_CELLS}）")
+    total = 0
+    for k, cell in enumerate(cells, 1):
+        tags = _tags(cell)
+        if len(tags) > MAX_TAGS or any(len(t) > MAX_TAG_CHARS for t in tags):
+            raise SubmissionError(TOO_LARGE, f"第 {k} 个单元的标签太多或太长")
+        if cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source", "")
+        if isinstance(src, list) and not all(isinstance(s, str) for s in src):
+            raise SubmissionError(NOT_NOTEBOOK, f"第 {k} 个单元的 source 不是文字")
+        size = sum(len(s) for s in src) if isinstance(src, list) else len(src) if isinstance(src, str) else 0
+        total += size
+        if size > MAX_CELL_SOURCE or total > MAX_SOURCE:
+            raise SubmissionError(TOO_LARGE, f"第 {k} 个单元的源码太长（每个单元上限 {MAX_CELL_SOURCE} 个字符）")
+        if _BAD_CHARS.search(_source(cell)) or any(_BAD_CHARS.search(t) for t in tags):
+            raise SubmissionError(INVALID_TEXT, f"第 {k} 个单元")
     return raw
 
 
@@ -98,6 +163,11 @@ def _tags(cell: dict) -> list[str]:
 
 def chapter_answers(chapter: int) -> list[answers.Answer]:
     return [a for a in answers.ANSWERS.values() if a.chapter == chapter]
+
+
+def chapters_in(raw: dict) -> set[int]:
+    """笔记本里的答案 id 标签属于哪些章"""
+    return {answers.ANSWERS[t].chapter for cell in raw["cells"] for t in _tags(cell) if t in answers.ANSWERS}
 
 
 def detect_chapter(raw: dict) -> int | None:
@@ -146,21 +216,38 @@ def exercise_order(exercise: Path, chapter: int) -> list[str]:
 
 
 def prepare(
-    raw: dict, chapter: int | None, inputs: dict[str, list[tuple]], orders: dict[int, list[str]] | None = None
+    raw: dict,
+    chapter: int | None,
+    inputs: dict[str, list[tuple]],
+    orders: dict[int, list[str]] | None = None,
+    deadline_s: float = PREPARE_S,
 ) -> Prepared:
-    """生成评分笔记本。inputs：函数答案 id → 评分时选的输入；orders：章 → 答案单元的标准顺序"""
+    """生成评分笔记本。inputs：函数答案 id → 评分时选的输入；orders：章 → 答案单元的标准顺序（没给时用登记表的顺序）
+
+    chapter 给定而笔记本里只有别的章的答案标签时抛出 other-chapter；超过 deadline_s 秒时抛出 too-large。
+    """
+    deadline = time.monotonic() + deadline_s
+    present = chapters_in(raw)
     chapter = chapter if chapter is not None else detect_chapter(raw)
     if chapter is None:
         raise SubmissionError(UNRELATED)
+    if chapter not in present and present:
+        raise SubmissionError(
+            OTHER_CHAPTER, f"笔记本里是第 {'、'.join(map(str, sorted(present)))} 章的答案标签，这次评第 {chapter} 章"
+        )
     ids = (orders or {}).get(chapter) or [a.id for a in chapter_answers(chapter)]
     order = {aid: k for k, aid in enumerate(ids)}
 
     # 答案 id 出现在哪些单元
     where: dict[str, list[int]] = {}
+    notes = []
     for idx, cell in enumerate(raw["cells"]):
-        for tag in dict.fromkeys(_tags(cell)):
+        tags = _tags(cell)
+        for tag in dict.fromkeys(tags):
             if tag in order:
                 where.setdefault(tag, []).append(idx)
+                if tags.count(tag) > 1:
+                    notes.append(f"第 {idx + 1} 个单元的标签 {tag} 写了 {tags.count(tag)} 次（按一次算）")
     if not where:
         raise SubmissionError(UNRELATED)
 
@@ -190,9 +277,11 @@ def prepare(
     refs: list[CellRef] = []
     dropped = 0
     for idx, cell in enumerate(raw["cells"]):
+        if idx % 64 == 0 and time.monotonic() > deadline:
+            raise SubmissionError(TOO_LARGE, f"生成评分笔记本超过 {deadline_s:g} s")
         if cell.get("cell_type") != "code":
             continue
-        source, tags = _source(cell), _tags(cell)
+        source, tags = _source(cell), list(dict.fromkeys(_tags(cell)))
         if any(t.startswith("autograder") for t in tags) or MARKER in source or "__shardlab_export" in source:
             dropped += 1
             continue
@@ -210,4 +299,4 @@ def prepare(
             export.pop("id", None)
             nb.cells.append(export)
             refs.append(CellRef("export", None, mine))
-    return Prepared(chapter, nb, refs, status, problem_cell, dropped, order)
+    return Prepared(chapter, nb, refs, status, problem_cell, dropped, order, notes)

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import shardlab
 from shardlab.grade import redacted
+from shardlab.xla_flags import with_device_count
 
 SANDBOX_HOME = "/home/student"
 NOTEBOOK_NAME = "graded.ipynb"
@@ -41,10 +42,12 @@ LOG_MARK = b"@@SHARDLAB-LOG@@\n"
 JUNIT_MARK = b"@@SHARDLAB-JUNIT@@\n"
 MiB = 1 << 20
 PLUGIN = "shardlab.grade.plugin"  # 沙箱里的 pytest 插件（-p）
-# XLA 的模拟设备数标志；与 shardlab.runtime 的同名标志一致（这里不 import runtime，评分器不依赖 JAX 层）
-XLA_DEVICE_FLAG = "--xla_force_host_platform_device_count"
 REDACTED = Path(redacted.__file__).parent  # 替换 answers.py、check.py 的两个文件
 PACKAGE = Path(shardlab.__file__).resolve().parent  # 评分器自己的 shardlab 包；沙箱里同一路径挂的是去掉参考算法的副本
+
+
+class Interrupted(Exception):
+    """评分被中断（Ctrl-C）：不再启动新的沙箱；正在运行的被结束，它们的结果不算数"""
 
 
 @dataclass(frozen=True)
@@ -126,9 +129,11 @@ def _python_roots() -> list[str]:
 class Sandbox:
     """运行 ``pytest --nbval-lax`` 的沙箱；一个实例可以被多个线程同时使用"""
 
-    def __init__(self, staged: Path, limits: Limits, mode: str | None = None):
-        """staged：stage_library 返回的 shardlab 副本（一个包目录）"""
+    def __init__(self, staged: Path, limits: Limits, mode: str | None = None, workdir: Path | None = None):
+        """staged：stage_library 返回的 shardlab 副本（一个包目录）；workdir：每次运行的临时目录建在这里"""
         self.staged = Path(staged)
+        self.workdir = workdir
+        self._stopped = False
         self.limits = limits
         self.mode = mode or detect_mode()
         self._procs: set[subprocess.Popen] = set()
@@ -152,7 +157,7 @@ class Sandbox:
             "PYDEVD_DISABLE_FILE_VALIDATION": "1",
             "COURSE_PROFILE": "cpu",
             "JAX_PLATFORMS": "cpu",
-            "XLA_FLAGS": f"{XLA_DEVICE_FLAG}=8",
+            "XLA_FLAGS": with_device_count("", 8),
             "TF_CPP_MIN_LOG_LEVEL": "3",
         }
 
@@ -252,7 +257,7 @@ class Sandbox:
     def run(self, graded_notebook: Path) -> RunResult:
         lim = self.limits
         uid = 200_000 + secrets.randbelow(100_000)
-        with tempfile.TemporaryDirectory(prefix="shardlab-sbx-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="sbx-", dir=self.workdir) as tmp:
             workdir = Path(tmp)
             if self.mode != "bwrap":
                 shutil.copy(graded_notebook, workdir / NOTEBOOK_NAME)
@@ -272,18 +277,20 @@ class Sandbox:
                         resource.setrlimit(res, (value, value))
 
             start = time.monotonic()
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                preexec_fn=preexec,
-                start_new_session=True,
-                close_fds=True,
-            )
-            with self._lock:
+            with self._lock:  # 在锁里检查并启动：stop() 之后不会再有新的沙箱
+                if self._stopped:
+                    raise Interrupted
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    preexec_fn=preexec,
+                    start_new_session=True,
+                    close_fds=True,
+                )
                 self._procs.add(proc)
             out = _CappedReader(proc.stdout, lim.output_bytes)
             err = _CappedReader(proc.stderr, 64 * 1024)
@@ -304,8 +311,9 @@ class Sandbox:
         return _parse_output(out.data, out.truncated, err.data, proc.returncode, wall, timed_out)
 
     def kill_all(self) -> None:
-        """Ctrl-C 时结束所有正在运行的沙箱"""
+        """Ctrl-C 时：不再启动新的沙箱，结束所有正在运行的"""
         with self._lock:
+            self._stopped = True
             procs = list(self._procs)
         for proc in procs:
             _kill_group(proc)

@@ -27,6 +27,9 @@ NBFORMAT_3 = "nbformat-3"
 TOO_LARGE = "too-large"
 UNRELATED = "unrelated-notebook"
 UNREADABLE = "unreadable"
+INVALID_TEXT = "invalid-text"
+INVALID_NUMBER = "invalid-number"
+OTHER_CHAPTER = "other-chapter"
 GRADER_ERROR = "grader-error"
 
 TEXT = {
@@ -50,6 +53,9 @@ TEXT = {
     TOO_LARGE: "文件太大",
     UNRELATED: "不是本章的笔记本",
     UNREADABLE: "读不了文件",
+    INVALID_TEXT: "含不合法的字符",
+    INVALID_NUMBER: "数超出范围",
+    OTHER_CHAPTER: "别的章的练习（没有评）",
     GRADER_ERROR: "评分器出错",
 }
 
@@ -58,9 +64,12 @@ SUBMISSION_MESSAGES = {
     NOT_JSON: "文件不是 JSON，打不开（是不是把别的文件改成了 .ipynb，或者保存时出错了？）",
     NOT_NOTEBOOK: "文件是 JSON，但不是 Jupyter 笔记本",
     NBFORMAT_3: "笔记本是旧的 nbformat 3 格式；请在新版 Jupyter 里打开并另存为 nbformat 4 再提交",
-    TOO_LARGE: "文件太大；请清除输出后再提交",
+    TOO_LARGE: "文件太大或太复杂（单元太多、源码太长或嵌套太深）；请清除输出后再提交",
     UNRELATED: "这个笔记本里没有本章的任何答案单元（答案 id 标签），看起来不是本章的练习",
     UNREADABLE: "读不了这个文件",
+    INVALID_TEXT: "代码单元里有不合法的字符（孤立的代理项 surrogate 或 NUL）：正常保存的笔记本不会这样，请在 Jupyter 里重新保存",
+    INVALID_NUMBER: "笔记本里有超出范围的数（位数太多的整数）：正常保存的笔记本不会这样，请在 Jupyter 里重新保存",
+    OTHER_CHAPTER: "这是别的章的练习，这次评的不是它；请提交本章的练习",
     GRADER_ERROR: "评分器在评这份提交时自己出错了（不是学生的错）；请把 gradebook.json 里的原因报告给维护者",
 }
 

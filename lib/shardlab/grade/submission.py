@@ -1,23 +1,41 @@
-"""评一份提交：读入、生成评分笔记本、在沙箱里运行、判定；永不抛出异常（意外错误记为 grader-error）"""
+"""评一份提交：读入、生成评分笔记本、在沙箱里运行、判定
+
+``grade_submission`` 是每份提交的错误边界：除了“评分被中断”（``Interrupted``，这份不记录），它从不抛出异常；
+评分器自己的意外错误记为 ``grader-error``，写明原因。返回的结果里每个字符串都已经过 ``text.clean``。
+"""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-import nbformat
-
+import shardlab
+from shardlab import answers, check
 from shardlab.grade import inject, judge
 from shardlab.grade import status as st
-from shardlab.grade.junit import ParseError, parse_junit
+from shardlab.grade.folder import Found, Unreadable, read_submission
+from shardlab.grade.junit import ReportError, parse_junit
 from shardlab.grade.key import AnswerKey
-from shardlab.grade.sandbox import Sandbox
+from shardlab.grade.sandbox import Interrupted, Sandbox
+from shardlab.grade.text import clean_tree
 
-RESULT_VERSION = 1
+RESULT_VERSION = 2
+_GRADER_DIR = Path(__file__).resolve().parent
+
+
+def code_fingerprint() -> str:
+    """评分所用代码的指纹：shardlab 的版本、评分器的全部源码、参考算法与容差（answers.py）、判定（check.py）"""
+    h = hashlib.sha256(shardlab.__version__.encode())
+    files = sorted(_GRADER_DIR.rglob("*.py")) + [Path(answers.__file__), Path(check.__file__)]
+    for path in files:
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 @dataclass
@@ -28,15 +46,23 @@ class Context:
     seed: int  # 隐藏输入由它决定（judge.hidden_inputs）
     inputs: dict[str, list[tuple]]
     sandbox: Sandbox
-    chapter: int | None
+    chapter: int
     orders: dict[int, list[str]] | None = None
+    workdir: Path | None = None  # 临时文件放在这里（评分器的输出目录下，下次运行会清理）
+    code: str = field(default_factory=lambda: code_fingerprint())
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def cache_key(self) -> str:
+        """结果何时仍然有效：答案表、评分代码和隐藏输入的种子都没变"""
+        return f"{self.key.fingerprint}:{self.code}:{self.seed}"
 
 
-def new_result(sid: str, file: str, ctx: Context) -> dict:
+def new_result(found: Found, ctx: Context) -> dict:
     return {
         "version": RESULT_VERSION,
-        "student": sid,
-        "file": file,
+        "student": found.sid,
+        "file": found.rel,
         "status": st.GRADED,
         "message": "",
         "chapter": ctx.chapter,
@@ -45,49 +71,73 @@ def new_result(sid: str, file: str, ctx: Context) -> dict:
         "notes": [],
         "wall_s": 0.0,
         "key": ctx.key.fingerprint,
+        "code": ctx.code,
         "seed": ctx.seed,
+        "cache_key": ctx.cache_key,
         "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
 
 
-def grade_submission(path: Path, ctx: Context, sid: str, file: str) -> dict:
-    """评一份提交，返回结果字典"""
-    res = new_result(sid, file, ctx)
+def finalize(res: dict, start: float | None = None) -> dict:
+    res["points"] = sum(p["points"] for p in res["problems"])
+    res["max_points"] = sum(p["max_points"] for p in res["problems"])
+    if start is not None:
+        res["wall_s"] = round(time.monotonic() - start, 3)
+    return clean_tree(res)
+
+
+def failed_result(found: Found, ctx: Context, status: str, detail: str) -> dict:
+    """整份提交的一个状态（0 分，满分是本章的满分）"""
+    res = new_result(found, ctx)
+    judge.whole_submission(res, status, detail, ctx.chapter)
+    return finalize(res)
+
+
+def grade_submission(found: Found, ctx: Context) -> dict:
+    """评一份提交，返回（已清理的）结果字典；评分被中断时抛出 Interrupted"""
+    res = new_result(found, ctx)
     start = time.monotonic()
     try:
-        data = Path(path).read_bytes()
+        data = read_submission(found.path)
         res["sha256"] = hashlib.sha256(data).hexdigest()
         _grade(data, res, ctx)
+    except Interrupted:
+        raise
     except inject.SubmissionError as exc:
         judge.whole_submission(res, exc.status, exc.detail, ctx.chapter)
+    except Unreadable as exc:
+        judge.whole_submission(res, st.TOO_LARGE if exc.too_large else st.UNREADABLE, exc.reason, ctx.chapter)
     except OSError as exc:
         judge.whole_submission(res, st.UNREADABLE, str(exc), ctx.chapter)
     except Exception as exc:  # noqa: BLE001  评分器自己出错也不能中断整批评分
         judge.whole_submission(res, st.GRADER_ERROR, f"{type(exc).__name__}: {exc}", ctx.chapter)
-    res["points"] = sum(p["points"] for p in res["problems"])
-    res["max_points"] = sum(p["max_points"] for p in res["problems"])
-    res["wall_s"] = round(time.monotonic() - start, 3)
-    return res
+    return finalize(res, start)
 
 
 def _grade(data: bytes, res: dict, ctx: Context) -> None:
     raw = inject.read_notebook(data)
     prep = inject.prepare(raw, ctx.chapter, ctx.inputs, ctx.orders)
     res["chapter"] = prep.chapter
+    res["notes"] += prep.notes
     if prep.dropped:
         res["notes"].append(f"删掉了提交里 {prep.dropped} 个冒充评分单元的单元（autograder 标签或导出标记）")
-    with tempfile.TemporaryDirectory(prefix="shardlab-graded-") as tmp:
+    if ctx.stop.is_set():
+        raise Interrupted
+    with tempfile.TemporaryDirectory(prefix="graded-", dir=ctx.workdir) as tmp:
         nb_path = Path(tmp) / "graded.ipynb"
-        nbformat.write(prep.notebook, nb_path)
+        # 评分笔记本是评分器自己按 nbformat 4 拼出来的；直接写 JSON（纯 ASCII），不再对几千个单元做一遍模式校验
+        nb_path.write_text(json.dumps(prep.notebook, ensure_ascii=True, indent=1), encoding="ascii")
         nb_path.chmod(0o644)
         run = ctx.sandbox.run(nb_path)
+    if ctx.stop.is_set():
+        raise Interrupted  # 沙箱是被 Ctrl-C 结束的：结果不算数
     res["wall_s_sandbox"] = round(run.wall_s, 3)
     cells = {}
     if run.junit:
         try:
             cells = parse_junit(run.junit)
-        except ParseError as exc:
-            res["notes"].append(f"JUnit 报告解析失败：{exc}")
+        except ReportError as exc:
+            res["notes"].append(f"沙箱送回的 JUnit 报告不能用：{exc}")
     if run.output_truncated:
         res["notes"].append("沙箱的输出超过上限，被截断")
     judge.collect(prep, run, cells, res, ctx.key, ctx.inputs, ctx.sandbox.limits.wall_s)
