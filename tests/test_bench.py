@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 
 from shardlab import bench, cost, hardware, names, runtime  # noqa: E402
-from shardlab.bench import cli, measure, model, multiprocess, result  # noqa: E402
+from shardlab.bench import cli, measure, model, multiprocess, result, worker  # noqa: E402
 
 RT = runtime.setup("cpu")  # conftest 已调用；重复调用是幂等的
 KiB, MiB, GiB = 2**10, 2**20, 2**30
@@ -534,6 +534,7 @@ def test_worker_config_travels_once_as_json():
     for bad in ('{"rnak": 1}', "[1]", '{"job": {"sizes": "12x"}}', "not json"):
         with pytest.raises(model.BenchError):
             multiprocess.WorkerConfig.from_json(bad)
+    assert worker.main(['{"rnak": 1}']) == 2 and worker.main(["{}", "{}"]) == 2  # 报错退出，不启动 jax.distributed
 
 
 def test_multiprocess_defaults_live_in_one_place():

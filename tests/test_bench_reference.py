@@ -186,8 +186,9 @@ def test_gpu_reference_table_predicts_with_the_h100_roofline(tmp_path):
     assert small[4] == f"{2 * 16 * 8192 * 8192 / (small_bytes / 3.35e12) / 1e12:.3g} TFLOP/s"
     assert small[2] == f"{2 * 16 * 8192 * 8192 / small_bytes:.0f}"  # 算术强度约 16
     assert copy_row[3] == "2.15 TB/s" and copy_row[4] == "3.35 TB/s" and copy_row[5] == f"{2**31 / 1e-3 / 3.35e12:.2f}"
-    assert "H100" in roofline.describe(ref) and "演练" not in roofline.describe(ref)
+    assert "H100" in bench.describe_gpu_reference(ref) and "演练" not in bench.describe_gpu_reference(ref)
     assert [r.path for r in bench.gpu_references(tmp_path)] == [ref.path]
+    assert bench.gpu_reference_table(ref.path) == [big, small, copy_row]  # 也接受文件路径
     assert bench.gpu_references(tmp_path / "nothing") == []
 
 
@@ -233,7 +234,7 @@ def test_gpu_reference_script_dry_run_on_cpu(tmp_path):
     assert {r["op"] for r in data["hbm"]} == {"copy", "sum"} and len(data["matmul"]) >= 3
     assert all(r["flops"] == cost.matmul_flops(r["m"], r["k"], r["n"]) for r in data["matmul"])
     rows = bench.gpu_reference_table(ref)
-    assert len(rows) == len(data["matmul"]) + len(data["hbm"]) and "演练" in roofline.describe(ref)
+    assert len(rows) == len(data["matmul"]) + len(data["hbm"]) and "演练" in bench.describe_gpu_reference(ref)
     # 不带 --dry-run、没有 GPU 时：报错退出，不写任何文件（参考数据只能来自真实硬件）
     out = tmp_path / "real"
     proc = subprocess.run(

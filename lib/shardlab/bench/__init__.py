@@ -17,12 +17,19 @@ from shardlab.bench.multiprocess import run_multiprocess
 from shardlab.bench.plot import plot_reference
 from shardlab.bench.published import REFERENCE_TABLE_HEADERS, reference_data, reference_table
 from shardlab.bench.result import BenchResult
-from shardlab.bench.roofline import GPU_TABLE_HEADERS, gpu_reference_table, gpu_references, load_gpu_reference
+from shardlab.bench.roofline import (
+    GPU_TABLE_HEADERS,
+    describe_gpu_reference,
+    gpu_reference_table,
+    gpu_references,
+    load_gpu_reference,
+)
 
 __all__ = [
     "GPU_TABLE_HEADERS",
     "REFERENCE_TABLE_HEADERS",
     "BenchResult",
+    "describe_gpu_reference",
     "fmt_size",
     "gpu_reference_table",
     "gpu_references",

@@ -137,11 +137,13 @@ def _tflops(x: float) -> str:
 GPU_TABLE_HEADERS = ("测量", "大小", "算术强度（FLOP/字节）", "实测", "roofline 预测", "实测 / 预测")
 
 
-def gpu_reference_table(ref: GpuReference) -> list[list[str]]:
+def gpu_reference_table(ref: GpuReference | str | Path) -> list[list[str]]:
     """每个测量一行，列见 GPU_TABLE_HEADERS；配 ``notebook.md_table(GPU_TABLE_HEADERS, rows)``
 
-    matmul 比较达到的 FLOP/s，HBM 比较达到的带宽；“实测 / 预测”小于 1 表示没有达到 roofline。
+    ref 是 `load_gpu_reference` 的结果或文件路径。matmul 比较达到的 FLOP/s，HBM 比较达到的带宽；
+    “实测 / 预测”小于 1 表示没有达到 roofline。
     """
+    ref = ref if isinstance(ref, GpuReference) else load_gpu_reference(ref)
     rows = []
     for r in ref.data["matmul"]:
         t_pred = matmul_predicted_s(r, ref.chip)
@@ -172,7 +174,7 @@ def gpu_reference_table(ref: GpuReference) -> list[list[str]]:
     return rows
 
 
-def describe(ref: GpuReference) -> str:
+def describe_gpu_reference(ref: GpuReference) -> str:
     """一句话：设备、驱动与库的版本、日期；CPU dry-run 时说明常数是名义值"""
     d = ref.data
     parts = [f"{d['device_kind']}（{ref.chip.name}）", f"jax {d['jax_version']}", f"jaxlib {d['jaxlib_version']}"]

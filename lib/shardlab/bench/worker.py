@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from shardlab.bench.model import BenchError
 from shardlab.bench.multiprocess import WorkerConfig, worker_main
 
 
@@ -17,7 +18,12 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) > 1:
         print("用法：python -m shardlab.bench.worker [CONFIG_JSON]", file=sys.stderr)
         return 2
-    return worker_main(WorkerConfig.from_json(args[0]) if args else WorkerConfig())
+    try:
+        config = WorkerConfig.from_json(args[0]) if args else WorkerConfig()
+    except BenchError as e:
+        print(e, file=sys.stderr)
+        return 2
+    return worker_main(config)
 
 
 if __name__ == "__main__":  # pragma: no cover - 子进程
