@@ -363,7 +363,7 @@ def check_site(
     pdf_page: str | None = None,
     pdf_out: Path | None = None,
     search_terms: dict[str, str] | None = None,
-    mobile: bool = False,
+    mobile: bool | list[str] = False,
 ) -> SiteReport:
     """打开 pages（不带 .html）里的每一页并检查；返回全部发现（不抛出断言）"""
     from playwright.sync_api import sync_playwright
@@ -446,7 +446,8 @@ def check_site(
                 mctx.route("**/*", route)
                 mpage = mctx.new_page()
                 try:
-                    for r in results:
+                    on_phone = set(pages) if mobile is True else set(mobile)
+                    for r in (r for r in results if r.page in on_phone):
                         current["page"] = f"{r.page}（手机）"
                         shot = (screenshots / "mobile" / f"{r.page}.png") if screenshots is not None else None
                         report.mobile_figures += _check_mobile(mpage, r, site, shot)
