@@ -62,6 +62,7 @@ class Answer:
     slips: tuple[Slip, ...] = field(default=())
     hint: str = ""
     varies: bool = True
+    edge_cases: tuple[tuple, ...] = ()  # 函数答案：题目说到的边界情形，评分时一定检查
 
     def __post_init__(self):
         if self.kind == "value":  # reference() 不带参数时取发布版
@@ -423,7 +424,8 @@ ANSWER_LIST: tuple[Answer, ...] = (
            slips=BI_SLIPS, varies=False),
     Answer("ch05-p3-fn", "alltoall_over_allgather", "1", "N 个设备的环上 AllToAll / AllGather 的精确比值（函数）",
            alltoall_over_allgather, kind="function", examples=((4, False), (4, True), (5, True), (8, True)),
-           rtol=1e-6, varies=False, slips=(P3_MIXED,)),
+           edge_cases=((2, False), (2, True), (3, True), (7, True), (64, False), (64, True)), rtol=1e-6, varies=False,
+           slips=(P3_MIXED,)),
     Answer("ch05-p4", "p4", "1", "所有芯片上的总字节数 / 一份数组的字节数", replication("mesh4"),
            rtol=1e-9, slips=_replication_slips("mesh4")),
     Answer("ch05-p5-8", "p5_8", "s", "bf16 梯度在 8 张 H100 上 AllReduce 的时间", dp_allreduce(8),
@@ -460,7 +462,7 @@ ANSWER_LIST: tuple[Answer, ...] = (
            slips=(_bandwidth_only("B3"), LINE_HOPS)),
     Answer("ch06-p4-fn", "strategy_comm_ratio", "1", "策略 2 与策略 1 的通信时间之比（函数，参数 b, d, f）",
            strategy_comm_ratio, kind="function", examples=((128, 8192, 32768), (4096, 4096, 16384)),
-           rtol=1e-6, varies=False),
+           edge_cases=((4096, 8192, 1024), (1, 8192, 8192)), rtol=1e-6, varies=False),
     Answer("ch06-p5-weight-bytes-per-chip", "p5_weight_bytes_per_chip", "B",
            "推荐分片下每个芯片上两个权重矩阵的字节数", mlp_weight_bytes, rtol=1e-9,
            slips=(BF16, Slip(2.0, "只算了一个矩阵：W_in 和 W_out 都要存"), Slip(4.0, "没有把 F 分到 4 个芯片上"))),
@@ -480,13 +482,14 @@ ANSWER_LIST: tuple[Answer, ...] = (
     Answer("ch06-p8b-bytes", "p8b_bytes", "B", "方案 (b) 的通信负载 V（字节）", p8_bytes("b"),
            rtol=1e-9, slips=P8_BYTES_SLIPS),
     Answer("ch06-p8b-time", "p8b_time", "s", "方案 (b) 的通信时间", p8_time("b"), slips=P8_TIME_SLIPS),
+    # (c) 是 Case 1，正确答案是 0：按比例的失误给出的也是 0，永远不会触发，所以不列
     Answer("ch06-p8c-bytes", "p8c_bytes", "B", "方案 (c) 的通信负载 V（字节）", p8_bytes("c"),
-           rtol=1e-9, slips=P8_BYTES_SLIPS, varies=False),
-    Answer("ch06-p8c-time", "p8c_time", "s", "方案 (c) 的通信时间", p8_time("c"), slips=P8_TIME_SLIPS, varies=False),
+           rtol=1e-9, varies=False),
+    Answer("ch06-p8c-time", "p8c_time", "s", "方案 (c) 的通信时间", p8_time("c"), varies=False),
     Answer("ch06-p9-fn", "case2_comm_ratio", "1",
            "Case 2：本地乘 + AllReduce 与先 AllGather 的通信时间之比（函数，参数 i, j, k）",
            case2_comm_ratio, kind="function", examples=((1024, 4096, 1024), (512, 8192, 16384)),
-           rtol=1e-6, varies=False),
+           edge_cases=((256, 8192, 4096), (1, 4096, 1)), rtol=1e-6, varies=False),
 )  # fmt: skip
 
 ANSWERS: dict[str, Answer] = {a.id: a for a in ANSWER_LIST}
