@@ -13,14 +13,16 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from fractions import Fraction
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 from markdown_it import MarkdownIt
 
-from shardlab import answers
-from shardlab.grade import cli, folder, inject, judge, junit, report, sandbox, text
+from shardlab import answers, check
+from shardlab.grade import cli, export, folder, inject, judge, junit, report, sandbox, text
 from shardlab.grade.course import Course
 from shardlab.grade.key import AnswerKey, AnswerKeyError, load_key
 from shardlab.grade.status import TEXT
@@ -382,6 +384,16 @@ def test_key_never_enters_the_graded_notebook_or_sandbox(tmp_path, key_file):
     assert "def ch05_p1a" not in (stage / "shardlab" / "answers.py").read_text(encoding="utf-8")
 
 
+def test_plugin_imports_from_the_staged_library(tmp_path):
+    """沙箱里的库是删减过的（answers、check 没有参考算法）：插件和它导入的一切在那里也要能导入"""
+    staged = sandbox.stage_library(tmp_path / "stage")
+    code = f"import shardlab, {sandbox.PLUGIN}; print(shardlab.__file__)"
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(staged.parent)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == str(staged / "__init__.py")
+
+
 def test_prepare_puts_export_right_after_each_answer_and_drops_fake_cells():
     raw = inject.read_notebook((FIXTURES / "monkeypatch.ipynb").read_bytes())
     prep = inject.prepare(raw, None, {"ch05-p3-fn": [(3, True)]})
@@ -456,6 +468,42 @@ def test_hidden_inputs_are_drawn_per_run():
     spec = answers.get("ch05-p3-fn")
     assert judge.draw_inputs(spec, random.Random(1)) != judge.draw_inputs(spec, random.Random(2))
     assert all(2 <= n <= 64 for n, _ in judge.draw_inputs(spec, random.Random(3), 50))
+
+
+def test_hidden_inputs_are_a_function_of_the_seed_and_include_the_examples():
+    a, b = judge.hidden_inputs(11), judge.hidden_inputs(11)
+    assert a == b and a != judge.hidden_inputs(12)
+    for aid, cases in a.items():
+        spec = answers.get(aid)
+        assert cases[: len(spec.examples)] == [tuple(x) for x in spec.examples]
+        assert len(cases) == len(spec.examples) + judge.N_HIDDEN
+
+
+def test_one_type_rule_for_self_check_and_grader(capsys):
+    """自检与评分器对“是不是数”只有一个答案：导出单元里运行的就是 check.as_number 的源码"""
+    values = {
+        "i": 3,
+        "f": 2.5,
+        "f32": np.float32(2),
+        "i64": np.int64(4),
+        "a0": np.array(3.0),
+        "ab": np.array(True),
+        "b": True,
+        "s": "16",
+        "l": [1.0],
+        "a1": np.array([1.0]),
+        "c": 1 + 0j,
+        "fr": Fraction(1, 2),
+        "as": np.array("x"),
+    }
+    namespace = {**values, "float": "遮住了内置的 float", "isinstance": None}  # 学生的全局变量遮不住规则
+    exec(export.export_source([export.ExportItem(k, k) for k in values]), namespace)
+    got = export.parse_exports(capsys.readouterr().out)
+    spec = answers.get("ch05-p1a")
+    for name, value in values.items():
+        invalid_in_check = check.judge_value(spec, value, 1.0).status == "invalid"
+        assert ("invalid" in got[name]) == invalid_in_check, (name, got[name])
+    assert {k for k, v in got.items() if "invalid" in v} == {"ab", "b", "s", "l", "a1", "c", "as"}
 
 
 def test_key_must_agree_with_reference_functions(tmp_path):
@@ -606,7 +654,7 @@ def test_second_ctrl_c_exits_at_once_and_the_next_run_finishes(tmp_path, key_fil
     proc = _grader(loop_class, out, key_file, "--cell-timeout", "20")
     _wait_for(lambda: (out / "results" / "a_not_json.json").exists() and _sandbox_running())
     proc.send_signal(signal.SIGINT)
-    time.sleep(0.05)
+    time.sleep(0.5)  # 第一次中断之后、评分器退出之前（以前：这时的第二次 Ctrl-C 打出 traceback，退出码 -2）
     proc.send_signal(signal.SIGINT)
     t0 = time.monotonic()
     _, err = proc.communicate(timeout=30)

@@ -12,8 +12,6 @@ import math
 from dataclasses import dataclass
 from numbers import Real
 
-import numpy as np
-
 from shardlab import answers, problems
 
 MISSING = "missing"
@@ -45,12 +43,21 @@ def _close(value: float, right: float, rtol: float) -> bool:
     return math.isclose(value, right, rel_tol=rtol)
 
 
-def _as_number(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, Real):
-        if isinstance(value, np.ndarray) and value.shape == ():
-            return float(value)
+def as_number(value) -> float | None:
+    """类型规则（自检与评分器共用一份）：实数标量（布尔除外）或整数/浮点的 0 维数组是数，别的（字符串、列表……）都不是
+
+    评分器把这个函数的源码原样放进导出单元（``shardlab.grade.export``），所以它只用内置名字和 ``Real``。
+    """
+    if isinstance(value, bool):
         return None
-    return float(value)
+    if isinstance(value, Real):
+        return float(value)
+    if getattr(value, "shape", None) == () and getattr(getattr(value, "dtype", None), "kind", "") in ("i", "u", "f"):
+        try:
+            return float(value)
+        except (TypeError, ValueError, OverflowError):
+            return None
+    return None
 
 
 def _slip_hints(spec: answers.Answer, value: float, right: float, params=None) -> list[str]:
@@ -72,7 +79,7 @@ def judge_value(spec: answers.Answer, value, right: float, params=None) -> Verdi
     """把一个数值答案与参考值 right 比较（评分器也用它，right 来自答案表）；params 用来认出与参数有关的失误"""
     if value is Ellipsis or value is None:
         return Verdict(spec.id, MISSING, "未作答（把 ... 换成你的答案）")
-    number = _as_number(value)
+    number = as_number(value)
     if number is None:
         return Verdict(spec.id, INVALID, f"答案应当是一个数（单位 {spec.unit}），收到的是 {type(value).__name__}")
     if math.isnan(number) or math.isinf(number):

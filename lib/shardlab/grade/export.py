@@ -7,11 +7,14 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import dataclass
 
-MARKER = "@@SHARDLAB-ANSWERS@@"
-EXPORT_TAG = "autograder-export"  # 评分器注入的导出单元的标签
+from shardlab.check import as_number
+from shardlab.grade.markers import EXPORT_TAG, MARKER
+
+__all__ = ["EXPORT_TAG", "MARKER", "ExportItem", "export_source", "parse_exports"]
 
 
 @dataclass(frozen=True)
@@ -22,18 +25,28 @@ class ExportItem:
     inputs: tuple[tuple, ...] = ()  # 函数答案的输入
 
 
+# 自检的类型规则（shardlab.check.as_number）的源码原样放进导出单元：评分与自检对“是不是数”只有一个答案
+_TYPE_RULE = "from __future__ import annotations\n" + inspect.getsource(as_number)
+
+
 def export_source(items: list[ExportItem]) -> str:
     """生成一个代码单元的源码：读出每个答案变量，打印一行带标记的 JSON"""
     spec = json.dumps([[i.answer_id, i.var, i.kind, [list(a) for a in i.inputs]] for i in items], ensure_ascii=True)
     return f"""\
 def __shardlab_export(spec):
-    import json, math
+    import builtins, json, math
+    from numbers import Real
+    rule = {{"Real": Real, "__builtins__": builtins}}  # 干净的命名空间：学生的全局变量遮不住规则里的名字
+    exec({_TYPE_RULE!r}, rule)
+    as_number = rule["as_number"]
     def plain(v):
         if v is Ellipsis or v is None:
             return {{"missing": True}}
         try:
-            x = float(v)
+            x = as_number(v)
         except Exception as exc:
+            x = None
+        if x is None:
             return {{"invalid": type(v).__name__}}
         return {{"value": x if math.isfinite(x) else str(x)}}
     out = {{}}

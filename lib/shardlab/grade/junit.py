@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
-from shardlab.grade.export import MARKER
+from shardlab.grade.markers import MARKER
 
 MAX_REPORT_CHARS = 8 << 20
 MAX_MESSAGE_CHARS = 20_000  # 一个单元的失败信息（插件已截到 4000 字符；伪造的报告可能更长）

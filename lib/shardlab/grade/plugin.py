@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from nbval.kernel import RunningKernel
 
-from shardlab.grade.export import EXPORT_TAG, MARKER
+from shardlab.grade.markers import EXPORT_TAG, MARKER
 
 _state = {"died": False}
 

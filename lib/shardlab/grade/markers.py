@@ -1,0 +1,4 @@
+"""评分笔记本里的两个标记（不导入任何东西：沙箱里的 pytest 插件也用它，那里的 ``shardlab.check`` 是删减过的）"""
+
+MARKER = "@@SHARDLAB-ANSWERS@@"  # 导出行的开头
+EXPORT_TAG = "autograder-export"  # 评分器注入的导出单元的标签
