@@ -74,10 +74,11 @@ exercises: $(STAMP)
 answer-key: $(STAMP)
 	$(BIN)/python -m shardlab.grade.key --course . --out build/answer_key.json
 
-# 教师用评分：make grade SUBMISSIONS=<目录或通配符> OUT=<目录> [JOBS=2] [CHAPTER=5] [FORCE=1]
+# 教师用评分：make grade SUBMISSIONS=<目录或通配符> OUT=<目录> [JOBS=2] [CHAPTER=5] [FORCE=1] [ROSTER=… SECRET=…] [WEIGHTS=…]
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "用法：make grade SUBMISSIONS=<目录或通配符> OUT=<目录>"; exit 2; }
-	$(BIN)/shardlab-grade "$(SUBMISSIONS)" --out "$(OUT)" --course . -j $(JOBS) $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(FORCE),--force)
+	$(BIN)/shardlab-grade "$(SUBMISSIONS)" --out "$(OUT)" --course . -j $(JOBS) $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(FORCE),--force) \
+		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(SECRET),--secret-file "$(SECRET)") $(if $(WEIGHTS),--weights "$(WEIGHTS)")
 
 # 个人版练习：make assign ROSTER=<花名册.csv> SECRET=<密钥文件> OUT=<目录> [SOLUTIONS=1] [FORCE=1]
 assign: $(STAMP)

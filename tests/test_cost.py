@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardlab import cost
-from shardlab import hardware as hw
+from shardlab import cost, hardware
 
 V5E_ONEWAY, V5E_BIDIR = 4.5e10, 9e10
 US = 1e-6
@@ -58,8 +57,12 @@ def test_v4p_allgather_problem():
     est_x = cost.estimate("all_gather", full / 4, ["X"], "v4p", mesh=mesh)  # 收集后每设备持有 [B, D/Y]
     assert est_x.wraparound == (True,)
     assert est_x.time_s == pytest.approx(full / 4 / 9e10) == pytest.approx(23.3 * US, rel=1e-3)
-    est_xy = cost.estimate("all_gather", full, ["X", "Y"], "v4p", mesh=mesh)  # 书中答案约 46 µs
-    assert est_xy.time_s == pytest.approx(full / (2 * 9e10)) == pytest.approx(46.6 * US, rel=1e-3)
+    # 书中答案约 46 µs：多轴公式的大 N 极限 V/(2·W_bidir)
+    limit = cost.allgather_multi_axis_limit(full, [4, 4], 9e10)
+    assert limit == pytest.approx(full / (2 * 9e10)) == pytest.approx(46.6 * US, rel=1e-3)
+    # estimate 用模拟器调度的精确值：4×4 为 L(N-1)/((L-1)N) = 4·15/(3·16) = 1.25 倍
+    est_xy = cost.estimate("all_gather", full, ["X", "Y"], "v4p", mesh=mesh)
+    assert est_xy.time_s == pytest.approx(1.25 * limit) == pytest.approx(58.3 * US, rel=1e-3)
     # 习题 3：bf16[128] 在 X 上收集，延迟受限，2 跳
     tiny = cost.estimate("all_gather", 256, ["X"], "v4p", mesh=mesh)
     assert tiny.time_s == pytest.approx(2 * US) and tiny.regime == "latency-bound"
@@ -67,14 +70,14 @@ def test_v4p_allgather_problem():
 
 def test_7b_gradient_allreduce_on_8_h100():
     grad = 7e9 * 2  # bf16 梯度
-    exact = cost.gpu_allreduce_in_node(grad, 8, hw.H100.nvlink_bw_per_direction)
+    exact = cost.gpu_allreduce_in_node(grad, 8, hardware.H100.nvlink_bw_per_direction)
     assert exact == pytest.approx(2 * grad * 7 / 8 / 450e9) == pytest.approx(54.4e-3, rel=1e-3)  # 含 (N-1)/N
     book = cost.t_comms(2 * grad, 450e9)  # 62 ms 是去掉 (N-1)/N 的大 N 极限：2 × 14 GB / 450 GB/s
     assert book == pytest.approx(62.2e-3, rel=1e-3)
     assert book - exact > 5e-3
     est = cost.estimate("all_reduce", grad, {"data": 8}, "h100")
     assert est.bandwidth_term_s == pytest.approx(exact)
-    assert est.time_s == pytest.approx(exact + 3.6e-6 + 14 * 0.47e-6)  # 加上 NCCL 模型的延迟项：2(N-1) 步
+    assert est.time_s == pytest.approx(exact + 6.6e-6 + 14 * 0.6e-6)  # 加上 NCCL 模型的延迟项：2(N-1) 步
 
 
 def test_h100_node_allgather_1ms():
@@ -188,11 +191,17 @@ def test_bidir_ring_allgather_odd_and_even():
 
 def test_multi_axis_formulas():
     v, w = 1e9, 9e10
-    assert cost.allgather_multi_axis(v, [4, 4], w) == pytest.approx(v / (2 * w))
-    assert cost.allgather_multi_axis(1.0, [4, 4], w, 1e-3) == pytest.approx(4e-3)  # Σ|X_i|/2 = 4 跳
-    assert cost.allgather_multi_axis(v, [4, 1], w) == pytest.approx(v / w)  # 长度 1 的轴不参与
+    assert cost.allgather_multi_axis_limit(v, [4, 4], w) == pytest.approx(v / (2 * w))
+    assert cost.allgather_multi_axis_limit(1.0, [4, 4], w, 1e-3) == pytest.approx(4e-3)  # Σ|X_i|/2 = 4 跳
+    assert cost.allgather_multi_axis_limit(v, [4, 1], w) == pytest.approx(v / w)  # 长度 1 的轴不参与
+    assert cost.allgather_multi_axis_limit(v, [1, 1], w) == 0.0
+    assert cost.allgather_multi_axis_limit(v, [8, 4], w, wraparound=[True, False]) == pytest.approx(v / (1.5 * w))
+    # 精确值：4×4 是极限的 1.25 倍；每阶段 2 步、两个阶段共 4 步，小数组时受延迟限制
+    assert cost.allgather_multi_axis(v, [4, 4], w) == pytest.approx(1.25 * v / (2 * w))
+    assert cost.allgather_multi_axis(1.0, [4, 4], w, 1e-3) == pytest.approx(4e-3)
+    assert cost.allgather_multi_axis(v, [4, 1], w) == pytest.approx(cost.allgather_bidir_ring(v, 4, w))
     assert cost.allgather_multi_axis(v, [1, 1], w) == 0.0
-    assert cost.allgather_multi_axis(v, [8, 4], w, wraparound=[True, False]) == pytest.approx(v / (1.5 * w))
+    assert cost.allgather_multi_axis(v, [2, 2], w, wraparound=[False, False]) == pytest.approx(3 * v / (8 * w / 2))
     assert cost.reducescatter_multi_axis(v, [4, 4], w) == cost.allgather_multi_axis(v, [4, 4], w)
     assert cost.alltoall_nd(v, [4, 8, 2], w) == pytest.approx(v * 8 / (4 * 64 * w))
     assert cost.alltoall_nd(v, [8], w) == pytest.approx(cost.alltoall_bidir_ring(v, 8, w))
@@ -354,7 +363,7 @@ def test_estimate_validation(kwargs, message):
 
 
 def test_estimate_unknown_chip():
-    with pytest.raises(hw.UnknownChipError, match="known chips"):
+    with pytest.raises(hardware.UnknownChipError, match="known chips"):
         cost.estimate("all_gather", 1e6, {"X": 4}, "tpu v9")
 
 
@@ -405,7 +414,7 @@ def test_estimate_multi_axis_and_slice_shape():
     a2a = cost.estimate("all_to_all", v, ["X", "Y", "Z"], "v5p", mesh={"X": 4, "Y": 4, "Z": 8})
     assert a2a.time_s == pytest.approx(cost.alltoall_nd(v, [4, 4, 8], 1.8e11, 1e-6))
     assert cost.estimate("all_reduce", v, {"X": 4, "Y": 4}, "v4p", slice_shape=(4, 4, 4)).time_s == pytest.approx(
-        2 * v / (2 * 9e10)
+        2 * 1.25 * v / (2 * 9e10)
     )
 
 
@@ -413,12 +422,12 @@ def test_estimate_gpu_paths():
     v = 1e9
     in_node = cost.estimate("all_to_all", v, {"ep": 8}, "h100")
     assert in_node.bandwidth_term_s == pytest.approx(cost.gpu_alltoall_in_node(v, 8, 450e9))
-    assert in_node.time_s == pytest.approx(in_node.bandwidth_term_s + 3.6e-6 + 7 * 0.47e-6)
+    assert in_node.time_s == pytest.approx(in_node.bandwidth_term_s + 6.6e-6 + 7 * 0.6e-6)
     assert in_node.wraparound is None and in_node.regime == "bandwidth-bound"
     cross = cost.estimate("all_gather", v, {"dp": 4, "tp": 8}, "b200")
     assert cross.bandwidth_term_s == pytest.approx(cost.gpu_allgather_cross_node(v, 8, 4, 900e9, 400e9))
-    # 31 步里有 3 步跨节点（M-1 = 3）
-    assert cross.time_s - cross.bandwidth_term_s == pytest.approx(3.6e-6 + 28 * 0.47e-6 + 3 * 2.7e-6)
+    # 31 步里有 3 步跨节点（M-1 = 3）；跨节点时每步 NVLink 开销至少 1 µs（NCCL 的 net overhead）
+    assert cross.time_s - cross.bandwidth_term_s == pytest.approx(6.6e-6 + 28 * 1.0e-6 + 3 * 2.7e-6)
     a2a = cost.estimate("all_to_all", v, {"ep": 16}, "h100")
     assert a2a.bandwidth_term_s == pytest.approx(cost.gpu_alltoall_cross_node(v, 2, 400e9))
     nvl = cost.estimate("all_reduce", v, {"dp": 72}, "gb200")
@@ -429,17 +438,19 @@ def test_estimate_gpu_paths():
 def test_gpu_small_messages_are_latency_bound():
     decode = cost.estimate("all_reduce", 8192 * 2, {"tp": 8}, "h100")  # 一个 token 的激活
     assert decode.regime == "latency-bound"
-    assert decode.hop_latency_s == pytest.approx(cost.gpu_ring_latency("all_reduce", 8, 8, hw.H100))
-    assert cost.gpu_ring_latency("psum", 1, 8, hw.H100) == 0.0
+    assert decode.hop_latency_s == pytest.approx(cost.gpu_ring_latency("all_reduce", 8, 8, hardware.H100))
+    assert cost.gpu_ring_latency("psum", 1, 8, hardware.H100) == 0.0
     faster = cost.estimate("all_reduce", 8192 * 2, {"tp": 8}, "h100", hop_latency=0.0)
-    assert faster.time_s == pytest.approx(3.6e-6 + decode.bandwidth_term_s)
+    assert faster.time_s == pytest.approx(6.6e-6 + decode.bandwidth_term_s)
 
 
 def test_estimate_emulated_cpu_runs_without_mesh():
     est = cost.estimate("all_gather", 1e8, {"X": 8}, "cpu")
     assert est.wraparound == (True,)
-    assert est.time_s == pytest.approx(cost.allgather_bidir_ring(1e8, 8, hw.CPU.ici_bidir_bw, hw.CPU.hop_latency))
-    assert est.chip == hw.CPU.name
+    assert est.time_s == pytest.approx(
+        cost.allgather_bidir_ring(1e8, 8, hardware.CPU.ici_bidir_bw, hardware.CPU.hop_latency)
+    )
+    assert est.chip == hardware.CPU.name
 
 
 def test_estimate_hop_latency_override_and_output():
@@ -456,13 +467,13 @@ def test_estimate_hop_latency_override_and_output():
 def test_cost_does_not_import_jax():
     source = open(cost.__file__, encoding="utf-8").read()
     assert "import jax" not in source and "from jax" not in source
-    assert all(math.isfinite(cost.critical_intensity(c)) for c in hw.ALL_CHIPS)
+    assert all(math.isfinite(cost.critical_intensity(c)) for c in hardware.ALL_CHIPS)
     assert "shardlab.cost" in sys.modules
 
 
 def test_axis_bandwidth_names_the_direction_used_by_v_over_w():
     assert cost.axis_bandwidth("v5e") == 9e10  # 一条轴的 W_双向
     assert cost.axis_bandwidth("h100") == 450e9  # 每 GPU 单方向的 NVLink
-    assert cost.compute_bound_d_threshold(4, hw.TPU_V5E.flops_bf16, cost.axis_bandwidth("v5e")) == pytest.approx(
+    assert cost.compute_bound_d_threshold(4, hardware.TPU_V5E.flops_bf16, cost.axis_bandwidth("v5e")) == pytest.approx(
         2 * 4 * cost.critical_intensity("v5e")
     )

@@ -229,6 +229,12 @@ def test_a_screenshot_of_every_page(report):
 
 
 @slow
+def test_caption_text_has_the_weight_and_colour_of_the_prose(report):
+    """图注里的拉丁字母不比汉字细、不比正文浅（浅色与深色模式）"""
+    assert report.problems("caption") == [], _ok(report.problems("caption"))
+
+
+@slow
 def test_search_finds_chinese_and_english_terms(report):
     assert report.problems("search") == [], _ok(report.problems("search"))
     assert set(report.search) == set(SEARCH_TERMS)

@@ -209,6 +209,30 @@ def _fetch(url: str) -> tuple[int, bytes]:
 
 _PAGE_JS = r"""
 async () => {
+  // 图注里每段文字的字重与颜色要和正文段落一样（浅色、深色模式各查一次）
+  const captionStyles = (article) => {
+    const body = article.querySelector("section p, p");
+    const caps = Array.from(article.querySelectorAll("figcaption"));
+    if (!body || !caps.length) return [];
+    const out = [];
+    const html = document.documentElement, saved = html.dataset.theme;
+    for (const mode of ["light", "dark"]) {
+      html.dataset.theme = mode;
+      const ref = getComputedStyle(body);
+      for (const cap of caps) {
+        for (const el of [cap, ...cap.querySelectorAll("p, span:not(.caption-number):not(.math):not([class^=mjx])")]) {
+          if (el.closest("mjx-container")) continue;
+          const s = getComputedStyle(el);
+          if (s.fontWeight !== ref.fontWeight || s.color !== ref.color) {
+            out.push(`${mode}: ${el.tagName.toLowerCase()}.${el.className || ""} 字重 ${s.fontWeight}、颜色 ${s.color}` +
+                     `（正文 ${ref.fontWeight}、${ref.color}）`);
+          }
+        }
+      }
+    }
+    if (saved === undefined) delete html.dataset.theme; else html.dataset.theme = saved;
+    return out;
+  };
   const imgs = Array.from(document.images);
   for (const img of imgs) { img.loading = "eager"; }
   await Promise.all(imgs.map(img => img.complete ? null :
@@ -248,6 +272,7 @@ async () => {
         "a.btn-download-source-button, a.btn-download-notebook-button")).map(a => a.href),
     exercises: document.querySelectorAll(".exercise, .solution").length,
     players: document.querySelectorAll(".shardlab-player").length,
+    captions: captionStyles(article),
   };
 }
 """
@@ -306,7 +331,7 @@ class SiteReport:
 
     def problems(self, kind: str | None = None) -> list[str]:
         """全部发现；kind 只取一类：external / failed / console / load / math / image / link / colab / download /
-        exercise / print / search / animation / mobile"""
+        exercise / print / search / animation / mobile / caption"""
         groups = {
             "external": [f"外部请求（已拦下）：{u}" for u in self.blocked],
             "failed": [f"请求失败：{u}" for u in self.failed],
@@ -466,19 +491,19 @@ _PLAYER_STATE_JS = r"""
 
 
 def _check_players(page, result: PageResult) -> int:
-    """每个播放器：点“播放”，2.5 秒后步数与画面都要变；返回检查过的播放器数"""
+    """每个播放器：点“播放”，1.8 秒后步数与画面都要变；返回检查过的播放器数"""
     before = page.evaluate(_PLAYER_STATE_JS)
     buttons = page.locator(".shardlab-player .sl-play")
     for i in range(buttons.count()):
         buttons.nth(i).scroll_into_view_if_needed()
         buttons.nth(i).click()
-    page.wait_for_timeout(2500)
+    page.wait_for_timeout(1800)  # 播放器每 1.1 秒走一步
     after = page.evaluate(_PLAYER_STATE_JS)
     for i, (b, a) in enumerate(zip(before, after)):
         if int(b["steps"] or 0) < 1:
             result.add("animation", f"第 {i + 1} 个动画没有步骤")
         elif a["step"] == b["step"] or a["svg"] == b["svg"]:
-            result.add("animation", f"第 {i + 1} 个动画点了“播放”2.5 秒后没有变化（步 {b['step']} → {a['step']}）")
+            result.add("animation", f"第 {i + 1} 个动画点了“播放”1.8 秒后没有变化（步 {b['step']} → {a['step']}）")
     return len(after)
 
 
@@ -504,6 +529,7 @@ def _check_search(page, base: str, terms: dict[str, str], problems: list[str]) -
     for term, want in terms.items():
         page.goto(f"{base}search.html?q={quote(term)}", wait_until="load")
         hrefs = page.evaluate(_SEARCH_JS)
+        page.wait_for_load_state("networkidle")  # 结果页的摘要都取完，免得下一次 goto 把它们中断
         hits = sorted({urlparse(h).path.lstrip("/").removesuffix(".html") for h in hrefs})
         found[term] = hits
         if want not in hits:
@@ -558,9 +584,12 @@ def _check_mobile(page, result: PageResult, site: Path, shot: Path | None) -> in
         result.add("mobile", f"手机上动画里最小的字只有 {info['svgMin']:.1f} px")
     if info["overflow"] > 2:
         result.add("mobile", f"手机上整页横向溢出 {info['overflow']} px（应只有图自己能横向滑动）")
-    if shot is not None:
+    if shot is not None:  # 截图停在正文的第一张图（没有图时是页首），看得出手机上图里的字
         shot.parent.mkdir(parents=True, exist_ok=True)
-        page.evaluate("window.scrollTo(0, 0)")
+        page.evaluate(
+            "() => { const f = document.querySelector('article figure img, article .cell_output img');"
+            " if (f) f.scrollIntoView({block: 'start'}); else window.scrollTo(0, 0); }"
+        )
         page.screenshot(path=str(shot))
     return checked
 
@@ -578,6 +607,8 @@ def _judge_page(result: PageResult, info: dict, notebook: bool, exercise: bool, 
         p.add("math", f"MathJax 报 TeX 错误：{info['merror'][:5]}")
     if info["raw"]:
         p.add("math", f"正文里残留 TeX 定界符：{info['raw'][:5]}")
+    for problem in info.get("captions", [])[:5]:
+        p.add("caption", f"图注的样式与正文不同：{problem}")
     for img in info["images"]:
         if not img["ok"]:
             p.add("image", f"图片没有加载：{img['src']}")

@@ -182,14 +182,57 @@ def _axes(axis_sizes: Sizes, wraparound: Wraps) -> list[tuple[int, bool]]:
     return list(zip(sizes, wraps))
 
 
+def _axis_steps(size: int, wrap: bool) -> int:
+    """一维 AllGather 的步数：有 wraparound 的双向环 ⌊N/2⌋，线 N-1"""
+    return size // 2 if wrap else size - 1
+
+
 def allgather_multi_axis(
     v_bytes: float, axis_sizes: Sizes, ici_bidir_bw: float, hop_latency: float = 0.0, wraparound: Wraps = None
 ) -> float:
-    """在 k 个轴上同时 AllGather：T = max(t_hop · Σ|X_i|/2, V/(k·W_bidir))（书中公式，全部轴有 wraparound 时）
+    """在 k 个轴上同时 AllGather 的精确时间：环形模拟器（`shardlab.ring`）的并发调度逐步计时的结果
 
-    每个参与的轴各贡献一条链路的带宽；长度为 1 的轴不参与。
-    推广（我们的近似，书中没有）：没有 wraparound 的轴只贡献 W_oneway，延迟按 |X_i|-1 跳计，
-    即 T = max(t_hop · Σ h_i, V / Σ W_i)。带宽项忽略 (N-1)/N 因子（大 N 极限）；单轴精确值请用环形函数。
+    调度：每个设备的 V/N 切成 k 片，第 p 片依次沿轴 p, p+1, …（循环）收集；第 j 阶段 k 片各占一个不同的轴，
+    所以同一阶段里各片用的链路互不相交。第 j 阶段第 p 片每步转发的块是
+    b_{p,j} = V/(N·k) · Π_{i<j} L_{(p+i) mod k}（已经沿前 j 个轴收齐的部分），沿轴 a 走 h_a 步
+    （有 wraparound 的双向环 h_a = ⌊L_a/2⌋，线 h_a = L_a - 1）。第 t 步的时间是
+    max(t_hop, max_{p: h_a ≥ t} b_{p,j}/W_oneway)，总时间是全部阶段、全部步之和。
+
+    各轴一样长（L，都有或都没有 wraparound，N = L^k）时化简为
+    T_带宽 = h·V(N-1)/(N·k·(L-1)·W_oneway)：
+    有 wraparound（偶数 L）= L(N-1)/((L-1)N) · V/(k·W_bidir)，即书中公式 V/(k·W_bidir)（大 N 极限，
+    `allgather_multi_axis_limit`）的 1 到 L/(L-1) 倍：4×4 为 1.25 倍，16×16 为 1.0625 倍；
+    线 = 2(N-1)/N · V/(k·W_bidir)，2×2 为 V·3/(8·W_oneway)。
+    多出来的部分有两个来源：正对面的块整块走一个方向（与单轴一致），以及 (N-1)/N 因子。
+    k = 1 时与 allgather_bidir_ring / allgather_line 相同；长度为 1 的轴不参与。
+    """
+    v, w, lat = _bytes(v_bytes), _rate(ici_bidir_bw), _latency(hop_latency)
+    active = [(x, wrap) for x, wrap in _axes(axis_sizes, wraparound) if x > 1]
+    if not active:
+        return 0.0
+    k, n = len(active), math.prod(x for x, _ in active)
+    w1 = w / 2
+    total = 0.0
+    for j in range(k):
+        pieces = []  # (这一片在本阶段的步数, 每步的块字节数)
+        for p in range(k):
+            size, wrap = active[(p + j) % k]
+            done = math.prod(active[(p + i) % k][0] for i in range(j))
+            pieces.append((_axis_steps(size, wrap), v / (n * k) * done))
+        for t in range(1, max(h for h, _ in pieces) + 1):
+            total += max(lat, max(b for h, b in pieces if h >= t) / w1)
+    return total
+
+
+def allgather_multi_axis_limit(
+    v_bytes: float, axis_sizes: Sizes, ici_bidir_bw: float, hop_latency: float = 0.0, wraparound: Wraps = None
+) -> float:
+    """书中的多轴 AllGather 公式（大 N 极限）：T = max(t_hop · Σ|X_i|/2, V/(k·W_bidir))
+
+    全部轴有 wraparound 时就是书中的式子；推广（我们的近似，书中没有）：没有 wraparound 的轴只贡献 W_oneway，
+    延迟按 |X_i|-1 跳计，即 T = max(t_hop · Σ h_i, V / Σ W_i)。它忽略 (N-1)/N 与正对面整块的因子，
+    比精确值 allgather_multi_axis 小，差距见那里的推导（各轴都长时趋于 0）。书中习题的答案（如 4×4×4 上
+    AllGather_XY 约 46 µs）用的是它。
     """
     v, w, lat = _bytes(v_bytes), _rate(ici_bidir_bw), _latency(hop_latency)
     active = [(x, wrap) for x, wrap in _axes(axis_sizes, wraparound) if x > 1]
@@ -203,14 +246,14 @@ def allgather_multi_axis(
 def reducescatter_multi_axis(
     v_bytes: float, axis_sizes: Sizes, ici_bidir_bw: float, hop_latency: float = 0.0, wraparound: Wraps = None
 ) -> float:
-    """多轴 ReduceScatter：与多轴 AllGather 对偶，时间相同"""
+    """多轴 ReduceScatter：多轴 AllGather 的转置（模拟器把调度倒放），时间与 allgather_multi_axis 相同"""
     return allgather_multi_axis(v_bytes, axis_sizes, ici_bidir_bw, hop_latency, wraparound)
 
 
 def allreduce_multi_axis(
     v_bytes: float, axis_sizes: Sizes, ici_bidir_bw: float, hop_latency: float = 0.0, wraparound: Wraps = None
 ) -> float:
-    """多轴 AllReduce = 多轴 ReduceScatter + 多轴 AllGather：带宽项 2V/(k·W_bidir)"""
+    """多轴 AllReduce = 多轴 ReduceScatter + 多轴 AllGather，各取 allgather_multi_axis 的精确值（大 N 极限 2V/(k·W_bidir)）"""
     args = (v_bytes, axis_sizes, ici_bidir_bw, hop_latency, wraparound)
     return reducescatter_multi_axis(*args) + allgather_multi_axis(*args)
 
@@ -218,16 +261,20 @@ def allreduce_multi_axis(
 def alltoall_nd(
     v_bytes: float, axis_sizes: Sizes, ici_bidir_bw: float, hop_latency: float = 0.0, wraparound: Wraps = None
 ) -> float:
-    """N 维网格 A×B×… 上的 AllToAll：T = V · max(A, B, …) / (4·N·W_bidir)，N = A·B·…
+    """N 维网格 A×B×… 上的 AllToAll：T = max(t_hop·Σh_i, max_i ⌊X_i²/4⌋·V/(N·X_i·W_i))，N = A·B·…
 
-    瓶颈是最长轴的对分截面（bisection）。没有 wraparound 的轴只有一个截面，按 W_oneway 计（我们的推广）。
+    偶数轴长时带宽项就是书中的 V · max(A, B, …) / (4·N·W_bidir)：瓶颈是最长轴的对分截面（bisection）。
+    推导（按维度顺序、最短方向路由，每块 V/N²）：沿轴 a 的一条线上，要越过线中间的块有 ⌊X_a²/4⌋·N/X_a 个，
+    即 ⌊X_a²/4⌋·V/(N·X_a) 字节；有 wraparound 的轴两个方向、两个截面平分它（W_a = W_bidir），
+    没有 wraparound 的轴只有一个截面、每个方向 W_oneway（我们的推广）。单轴时与 alltoall_bidir_ring /
+    alltoall_line 相同，奇数轴长也精确。
     延迟项 = t_hop · Σ h_i（有 wraparound 的轴 h_i = ⌊X_i/2⌋，否则 X_i-1），T 取两者较大者。
-    单轴偶数 N 时与 alltoall_bidir_ring 相同；奇数 N 的精确值请用环形函数。
+    带宽项等于模拟器数出来的最忙有向链路字节数 / W_oneway（流水化的下界）；模拟器逐步存储转发的时间不小于它。
     """
     v, w, lat = _bytes(v_bytes), _rate(ici_bidir_bw), _latency(hop_latency)
     axes = _axes(axis_sizes, wraparound)
     n_total = math.prod(x for x, _ in axes)
-    t_bw = max(v * x / (4 * n_total * (w if wrap else w / 2)) for x, wrap in axes)
+    t_bw = max((x * x // 4) * v / (n_total * x * (w if wrap else w / 2)) for x, wrap in axes)
     hops = sum(x // 2 if wrap else x - 1 for x, wrap in axes)
     return max(hops * lat, t_bw)
 
@@ -414,12 +461,15 @@ _SINGLE_AXIS = {
         "all_to_all": (alltoall_line, "max((N-1)·t_hop, ⌊N²/4⌋·V/(N²·W_oneway))"),
     },
 }
-_MULTI = "max(t_hop·Σh_i, V/ΣW_i)，有 wraparound 的轴 W_i = W_bidir、h_i = |X_i|/2，否则 W_oneway、|X_i|-1"
+_MULTI = (
+    "Σ_阶段 Σ_步 max(t_hop, b/W_oneway)，k 片各占一轴（大 N 极限 V/(k·W_bidir)）；"
+    "有 wraparound 的轴走 ⌊|X_i|/2⌋ 步，否则 |X_i|-1 步"
+)
 _MULTI_AXIS = {
     "all_gather": (allgather_multi_axis, _MULTI),
     "reduce_scatter": (reducescatter_multi_axis, _MULTI),
     "all_reduce": (allreduce_multi_axis, "2·" + _MULTI),
-    "all_to_all": (alltoall_nd, "max(t_hop·Σh_i, max_i V·X_i/(4·N·W_i))"),
+    "all_to_all": (alltoall_nd, "max(t_hop·Σh_i, max_i ⌊X_i²/4⌋·V/(N·X_i·W_i))"),
 }
 _GPU_IN_NODE = {
     "all_gather": (gpu_allgather_in_node, "V(N-1)/(N·W_nvlink)"),
@@ -482,21 +532,74 @@ def _resolve_axes(axes, mesh: Mapping[str, int] | None) -> list[tuple[str, int]]
     return pairs
 
 
+NCCL_NET_OVERHEAD = 1e-6  # s，跨节点时每步至少这么久（tuning.cc getNetOverhead，x86 Intel 的默认值）
+
+
+def _nccl_steps(collective: str, n: int, gpus_per_node: int) -> tuple[int, int]:
+    """NCCL 环的步数与其中跨节点的步数：AllReduce 2(N-1)、2(M-1)；其余 N-1、M-1"""
+    m = max(1, n // gpus_per_node)
+    factor = 2 if names.canonical(collective) == "all_reduce" else 1
+    return factor * (n - 1), factor * (m - 1)
+
+
 def gpu_ring_latency(collective: str, n: int, gpus_per_node: int, chip: hardware.GpuChip, step_latency=None) -> float:
     """NCCL 环形算法的延迟项（秒）：base + (步数 - 跨节点步数)·t_NVLink + 跨节点步数·t_net
 
     步数：AllGather / ReduceScatter / AllToAll 为 N-1，AllReduce 为 2(N-1)；跨节点步数同理按节点数 M 计。
-    这是 NCCL 自己选算法时用的模型（src/graph/tuning.cc，ring + LL 协议），不是测量值；
-    加在带宽项上：T = 延迟项 + 带宽项。step_latency 可替换每步 NVLink 的开销。
+    常数取自 NCCL 自己选算法时用的模型（hardware.NCCL_RELEASE 的 src/graph/tuning.cc，ring + LL 协议，
+    三种协议里延迟最小的），不是测量值；跨节点时每步 NVLink 开销至少 NCCL_NET_OVERHEAD。
+    estimate 把它加在按 NVLink 额定带宽算的带宽项上：T = 延迟项 + 带宽项。这个和比 NCCL 模型里
+    任何一种协议的时间都小（LL 的延迟最小，额定带宽最大），所以是下包络（lower envelope）：
+    真实时间不会比它更短。step_latency 可替换每步 NVLink 的开销。
     """
     n = _size(n)
     if n == 1:
         return 0.0
-    m = max(1, n // gpus_per_node)
-    factor = 2 if names.canonical(collective) == "all_reduce" else 1
-    steps, inter = factor * (n - 1), factor * (m - 1)
+    steps, inter = _nccl_steps(collective, n, gpus_per_node)
     intra = chip.nvlink_step_latency if step_latency is None else _latency(step_latency)
+    if inter:
+        intra = max(intra, NCCL_NET_OVERHEAD)
     return chip.nccl_base_latency + (steps - inter) * intra + inter * chip.net_step_latency
+
+
+def nccl_bus_bw(chip: hardware.GpuChip, protocol: str) -> float:
+    """NCCL 模型里节点内环形算法在某个协议下的总线带宽（bus bandwidth，busbw，bytes/s）
+
+    busbw 是 nccl-tests 的记法：把一次集合通信的时间换算成“每个 GPU 每方向实际用到的链路带宽”，
+    AllReduce 为 busbw = 2(N-1)/N · V / T，AllGather / ReduceScatter 为 (N-1)/N · V / T，与 N 无关地可比。
+    H100：Simple 370.8 GB/s（18 × 20.6 GB/s），LL128 341 GB/s，LL 141 GB/s（上限 llMaxBws）。
+    """
+    if protocol not in hardware.NCCL_RING_PROTOCOLS:
+        raise ValueError(f"未知的 NCCL 协议（protocol）{protocol!r}：可选 {', '.join(hardware.NCCL_RING_PROTOCOLS)}")
+    if chip.nccl_bus_bw is None:
+        raise ValueError(f"{chip.name} 没有录入 NCCL 的 NVLink 带宽（nccl_nvlink_bw_per_link）")
+    bw = hardware.NCCL_RING_PROTOCOLS[protocol][2] * chip.nccl_bus_bw
+    if protocol == "LL" and chip.nccl_ll_bus_bw is not None:
+        bw = min(bw, chip.nccl_ll_bus_bw)
+    return bw
+
+
+def nccl_ring_time(collective: str, v_bytes: float, n: int, chip: str | hardware.Chip, protocol: str) -> float:
+    """NCCL 自己的模型对节点内环形算法给出的时间（秒）：baseLat + 步数·hwLat + (总线字节)/busbw
+
+    总线字节 = 2(N-1)/N · V（AllReduce）或 (N-1)/N · V（AllGather、ReduceScatter）。NCCL 按这个模型在
+    协议与算法之间挑最快的一个；它仍是模型，不是测量：书中 8×H100 的 58 MB AllReduce 实测约 150 GB/s，
+    这里的 Simple 协议给出约 307 GB/s。只做节点内（N ≤ 每节点 GPU 数）。
+    """
+    chip = hardware.get_chip(chip)
+    if not isinstance(chip, hardware.GpuChip):
+        raise ValueError(f"nccl_ring_time 只用于 GPU，收到 {chip.name}")
+    coll, v, n = names.canonical(collective), _bytes(v_bytes), _size(n)
+    if coll == "all_to_all":
+        raise ValueError("NCCL 的 AllToAll 不走环形算法（是逐对的 send/recv），没有这个模型")
+    if n > chip.gpus_per_node:
+        raise ValueError(f"nccl_ring_time 只做节点内：N = {n} 超过每节点 {chip.gpus_per_node} 个 GPU")
+    if n == 1:
+        return 0.0
+    base, step, _ = hardware.NCCL_RING_PROTOCOLS.get(protocol, (0.0, 0.0, 0.0))
+    bw = nccl_bus_bw(chip, protocol)
+    steps, _ = _nccl_steps(coll, n, chip.gpus_per_node)
+    return base + steps * step + steps / n * v / bw
 
 
 def _estimate_gpu(coll: str, v: float, n: int, chip: hardware.GpuChip) -> tuple[float, str]:

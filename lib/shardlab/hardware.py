@@ -29,10 +29,27 @@ _GPU_SPECS = "gpus.md「Summary of GPU specs」"
 _GPU_HBM_BW = "gpus.md「Memory」（H100 3.35 TB/s；表中取整为 3.4e12）与「Summary of GPU specs」"
 _GPU_NVLINK = "gpus.md「At the node level」NVLink 表（每链路每方向带宽、链路数、NVSwitch 数）"
 _GPU_NODE = "gpus.md「Beyond the node level」（400 Gbps NIC 每 GPU；GB200 NVL72 的 72 GPU 节点）"
+NCCL_RELEASE = "NCCL 2.30.3"  # 2026-04；下面各常数在哪个版本之后没有再变，写在各自的出处里
 _NCCL_LAT = (
-    "NVIDIA/nccl src/graph/tuning.cc 的代价模型：ring + LL 协议 baseLat 3.6 µs，每步 hwLat NVLink 0.47 µs、网络 2.7 µs"
+    f"NVIDIA/nccl src/graph/tuning.cc（{NCCL_RELEASE}；自 2.18.1 起未变）的代价模型：ring + LL 协议 baseLat 6.6 µs，"
+    "每步 hwLat NVLink 0.6 µs、网络 2.7 µs（2.17 及更早的版本是 3.6 µs、0.47 µs、2.7 µs）"
+)
+_NCCL_LL = (
+    f"NVIDIA/nccl src/graph/tuning.cc（{NCCL_RELEASE}）llMaxBws：单节点 LL 协议的总线带宽上限"
+    "（Ampere 87.7、Hopper 141（自 2.18.1）、Blackwell 282 GB/s（自 2.25.1））"
+)
+_NCCL_NVL = (
+    f"NVIDIA/nccl src/graph/topo.h（{NCCL_RELEASE}）SMxx_NVLINK_BW：拓扑搜索里每条 NVLink 每方向的带宽"
+    "（SM80 20.0、SM90 20.6（自 2.20.3；2.18–2.19 为 20.0）、SM100 40.1 GB/s）"
 )
 _NOMINAL = "名义值（nominal）：只为让代价模型能在模拟设备上运行，不对应任何真实互连或芯片"
+
+# NCCL 节点内环形算法三种协议的模型参数（tuning.cc，NCCL 2.30.3；自 2.18.1 起未变）：
+# 协议 → (baseLat 秒, 每步 NVLink hwLat 秒, 总线带宽相对 nccl_bus_bw 的系数)；LL 另受 nccl_ll_bus_bw 限制，
+# LL128 另有每通道上限（通道数足够多时不起作用，这里不计）。
+NCCL_RING_PROTOCOLS: Mapping[str, tuple[float, float, float]] = MappingProxyType(
+    {"LL": (6.6e-6, 0.6e-6, 0.5), "LL128": (14.0e-6, 1.9e-6, 0.92), "Simple": (8.4e-6, 3.4e-6, 1.0)}
+)
 
 CUBE_EDGE = 4  # v4 / v5p 切片由 4x4x4 立方体拼成（tpus.md「TPU Networking」）
 
@@ -117,9 +134,11 @@ class GpuChip(_Chip):
     gpus_per_node: int = _num(_GPU_NVLINK)  # NVLink 域大小
     nvswitches_per_node: int = _num(_GPU_NVLINK)
     ib_bw_per_gpu: float | None = _num(_GPU_NODE)  # bytes/s，每 GPU 一块 NIC；书中未给出时为 None
-    nccl_base_latency: float = _num(_NCCL_LAT, 3.6e-6)  # s，一次集合通信的固定开销（NCCL 模型）
-    nvlink_step_latency: float = _num(_NCCL_LAT, 0.47e-6)  # s，环上每一步经 NVLink 的开销
+    nccl_base_latency: float = _num(_NCCL_LAT, 6.6e-6)  # s，一次集合通信的固定开销（NCCL 模型，ring + LL）
+    nvlink_step_latency: float = _num(_NCCL_LAT, 0.6e-6)  # s，环上每一步经 NVLink 的开销
     net_step_latency: float = _num(_NCCL_LAT, 2.7e-6)  # s，环上每一步跨节点（InfiniBand）的开销
+    nccl_nvlink_bw_per_link: float | None = _num(_NCCL_NVL, None)  # bytes/s，NCCL 拓扑里每条 NVLink 每方向
+    nccl_ll_bus_bw: float | None = _num(_NCCL_LL, None)  # bytes/s，单节点 LL 协议的总线带宽上限
     aliases: tuple[str, ...] = ()
     note: str = ""
     emulated: bool = False
@@ -129,6 +148,14 @@ class GpuChip(_Chip):
     def nvlink_bw_per_direction(self) -> float:
         """每 GPU 每方向的 NVLink 带宽（bytes/s）= 链路数 × 每链路带宽"""
         return self.nvlink_links * self.nvlink_link_bw_per_direction
+
+    @property
+    def nccl_bus_bw(self) -> float | None:
+        """NCCL 自己的模型里节点内环的总线带宽上限（bytes/s）= 链路数 × NCCL 记的每链路带宽
+
+        H100：18 × 20.6 GB/s = 370.8 GB/s，正是书中 8×H100 AllReduce 实测的约 370 GB/s；NVLink 的额定值是 450 GB/s。
+        """
+        return None if self.nccl_nvlink_bw_per_link is None else self.nvlink_links * self.nccl_nvlink_bw_per_link
 
     @property
     def node_scaleout_bw(self) -> float | None:
@@ -197,16 +224,24 @@ TPU_V6E = TpuChip(
 #                  gpus_per_node, nvswitches_per_node, ib_bw_per_gpu
 _IB_NIC = 400e9 / 8  # 400 Gb/s NIC → bytes/s
 A100 = GpuChip(
-    "a100", "A100", 80e9, 2.0e12, 3.1e14, 6.2e14, 12, 25e9, 8, 6, None, note="书中未给出 A100 的 scale-out 带宽"
-)
+    "a100", "A100", 80e9, 2.0e12, 3.1e14, 6.2e14, 12, 25e9, 8, 6, None, nccl_nvlink_bw_per_link=20e9,
+    nccl_ll_bus_bw=87.7e9, note="书中未给出 A100 的 scale-out 带宽",
+)  # fmt: skip
 H100 = GpuChip(
-    "h100", "H100", 80e9, 3.35e12, 9.89e14, 2.0e15, 18, 25e9, 8, 4, _IB_NIC, note="SXM 规格；PCIe/NVL 变体也映射到这里"
-)
-H200 = GpuChip("h200", "H200", 141e9, 4.8e12, 9.89e14, 2.0e15, 18, 25e9, 8, 4, _IB_NIC)
-B200 = GpuChip("b200", "B200", 192e9, 8.0e12, 2.25e15, 4.5e15, 18, 50e9, 8, 2, _IB_NIC)
+    "h100", "H100", 80e9, 3.35e12, 9.89e14, 2.0e15, 18, 25e9, 8, 4, _IB_NIC, nccl_nvlink_bw_per_link=20.6e9,
+    nccl_ll_bus_bw=141e9, note="SXM 规格；PCIe/NVL 变体也映射到这里",
+)  # fmt: skip
+H200 = GpuChip(
+    "h200", "H200", 141e9, 4.8e12, 9.89e14, 2.0e15, 18, 25e9, 8, 4, _IB_NIC, nccl_nvlink_bw_per_link=20.6e9,
+    nccl_ll_bus_bw=141e9,
+)  # fmt: skip
+B200 = GpuChip(
+    "b200", "B200", 192e9, 8.0e12, 2.25e15, 4.5e15, 18, 50e9, 8, 2, _IB_NIC, nccl_nvlink_bw_per_link=40.1e9,
+    nccl_ll_bus_bw=282e9,
+)  # fmt: skip
 GB200_NVL72 = GpuChip(
     "gb200-nvl72", "GB200 NVL72", 192e9, 8.0e12, 2.25e15, 4.5e15, 18, 50e9, 72, 18, _IB_NIC,
-    aliases=("gb200", "nvl72"),
+    nccl_nvlink_bw_per_link=40.1e9, nccl_ll_bus_bw=282e9, aliases=("gb200", "nvl72"),
     note="72 GPU 的 NVLink 域；书中没有单列 GB200 的芯片级规格，HBM 与算力沿用 B200 一行",
 )  # fmt: skip
 CPU = EmulatedChip("cpu", "CPU（模拟设备）", aliases=("emulated", "host"))

@@ -426,7 +426,7 @@ def plan_matmul(
     a、b 是二维的分片记号（字符串或 ShardedSpec），contract 是收缩维的名字；
     shapes 给出每个维度名的大小（{'I': ..., 'J': ..., 'K': ...}）；mesh 是 {'X': 2, 'Y': 4} 或 jax Mesh；
     out 是想要的输出分片（如 "C[I_X, K]" 或 "C[I, K]{U_X}"），省略时输出不带未规约轴、
-    只用 AllReduce 求和、不另加切分（Case 4 里两种修法的输出不同，取通信最省的）。
+    只用 AllReduce 求和、不另加切分（Case 4 里两种修法的输出不同，取总时间最短的）。
     slice_shape、hop_latency 原样交给 cost.estimate（TPU 需要 slice_shape 或与 torus 维数相同的 mesh）。
     选项按总时间排序：overlap=False（默认）时 T_math + T_comms，overlap=True 时 max(T_math, T_comms)。
     """

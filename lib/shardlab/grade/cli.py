@@ -28,8 +28,8 @@ from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from shardlab import answers
-from shardlab.grade import inject, report
+from shardlab import answers, roster, variants
+from shardlab.grade import gradescope, inject, outputs, personal, report
 from shardlab.grade import status as st
 from shardlab.grade.course import Course, CourseError
 from shardlab.grade.folder import Found, Unreadable, read_submission, scan
@@ -52,7 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chapter", type=int, help="练习的章（没给时：所有提交都属于同一章才自动推断）")
     p.add_argument("--course", type=Path, help="课程目录（默认：从当前目录向上找含 solutions/ 与 exercises/ 的目录）")
     p.add_argument("--key", type=Path, help="答案表（默认 <课程目录>/build/answer_key.json，过期时由解答重建）")
-    p.add_argument("--seed", type=int, help="选隐藏输入的随机种子（默认沿用这个输出目录上次的，第一次随机）")
+    p.add_argument(
+        "--seed", type=int, help="选隐藏输入的种子（默认：有密钥时由密钥决定，否则沿用这个输出目录上次的，第一次随机）"
+    )
+    p.add_argument("--roster", type=Path, help="花名册 CSV（id,name）：按每个学生的个人版评分，需要 --secret-file")
+    p.add_argument("--secret-file", type=Path, help="生成个人版时用的教师密钥文件（shardlab-assign 的同一个）")
+    p.add_argument("--weights", type=Path, help="每道题的权重：CSV problem,weight（默认都是 1）")
     p.add_argument("--wall", type=float, default=Limits.wall_s, help="每份提交的墙钟时间上限（秒）")
     p.add_argument("--cell-timeout", type=float, default=Limits.cell_s, help="每个单元的时间上限（秒）")
     p.add_argument("--memory-mb", type=int, default=Limits.memory_bytes >> 20, help="每个进程的地址空间上限（MiB）")
@@ -77,16 +82,23 @@ def _fail(message: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["gradescope"]:  # shardlab-grade gradescope --secret-file SECRET --out autograder.zip
+        return gradescope.main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         course = Course.at(args.course) if args.course else Course.find()
         key = load_key(args.key, course)
+        args.personal = _personal(args, key)
+        args.weight_map = outputs.read_weights(args.weights)
+        if args.personal is not None:
+            key = args.personal[0]
         orders = {
             ch: inject.exercise_order(course.exercise(ch), ch)
             for ch in sorted({a.chapter for a in answers.ANSWERS.values()})
         }
         mode = _sandbox_mode(args.sandbox)
-    except (CourseError, AnswerKeyError, inject.CourseOrderError, UsageError) as exc:
+    except (CourseError, AnswerKeyError, inject.CourseOrderError, UsageError, roster.RosterError, ValueError) as exc:
         return _fail(str(exc))
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -101,6 +113,17 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc))
     finally:
         lock.close()
+
+
+def _personal(args, key):
+    """--roster 与 --secret-file：(个人版答案表, 学生, 密钥)；都没有给时 None"""
+    if args.roster is None and args.secret_file is None:
+        return None
+    if args.roster is None or args.secret_file is None:
+        raise UsageError("按个人版评分要同时给 --roster（花名册）和 --secret-file（生成个人版时的密钥）")
+    students = roster.read(args.roster)
+    secret = variants.read_secret(args.secret_file)
+    return personal.PersonalKey.build(key, students, secret), students, secret
 
 
 def _sandbox_mode(choice: str) -> str:
@@ -220,8 +243,10 @@ def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interr
     removed = _clean_leftovers(out)
     (out / "results").mkdir(parents=True, exist_ok=True)
     found = scan(args.submissions)
+    roster_of = personal.map_to_roster(found, {s.id for s in args.personal[1]}) if args.personal else {}
     chapter = _choose_chapter(found.found, args.chapter)
-    seed = args.seed if args.seed is not None else _previous_seed(out)
+    seed = args.seed if args.seed is not None else (personal.hidden_seed(args.personal[2]) if args.personal else None)
+    seed = seed if seed is not None else _previous_seed(out)
     seed = seed if seed is not None else secrets.randbits(63)
     inputs = hidden_inputs(seed)
     limits = Limits(wall_s=args.wall, cell_s=args.cell_timeout, memory_bytes=args.memory_mb << 20, nproc=args.nproc)
@@ -235,7 +260,9 @@ def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interr
         interrupts.sandbox = sandbox
         if interrupts.stop.is_set():
             sandbox.kill_all()
-        ctx = Context(key, seed, inputs, sandbox, chapter, orders, workdir=work, stop=interrupts.stop)
+        ctx = Context(
+            key, seed, inputs, sandbox, chapter, orders, workdir=work, stop=interrupts.stop, roster_of=roster_of
+        )
         meta = {
             "isolation": sandbox.mode,
             "limits": limits.as_dict(),
@@ -248,6 +275,8 @@ def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interr
             "course": str(course.root),
             "ignored": found.ignored,
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "personal_variants": args.personal is not None,
+            "weights": args.weight_map,
         }
         if removed:
             meta["cleaned_up"] = removed
@@ -351,13 +380,21 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     }
     meta["interrupted"] = interrupted
     _write_gradebook(out, results, meta)
-    total = sum(r["points"] for r in results.values())
     stale = sum(not report.is_current(r, meta) for r in results.values())
+    ignored = [(i["file"], i["reason"]) for i in meta["ignored"]]
+    students = args.personal[1] if args.personal else None
+    try:
+        overview = outputs.write_all(
+            out, list(results.values()), students, args.weight_map, ctx.chapter, ignored, report.atomic_write
+        )
+    except Exception as exc:  # noqa: BLE001  汇总写不出来不影响已经写出的成绩册
+        overview = f"评分器：写汇总（grades_wide.csv、canvas.csv、summary.md）失败：{terminal(exc)}"
     print(
         f"评分完成：新评 {len(newly)} 份，跳过已评 {skipped} 份，忽略 {len(meta['ignored'])} 个文件；"
-        f"隔离方式 {ctx.sandbox.mode}；共 {len(results)} 份，总分 {total:g}。结果在 {terminal(out)}/gradebook.csv",
+        f"隔离方式 {ctx.sandbox.mode}；共 {len(results)} 份。结果在 {terminal(out)}/gradebook.csv 与 grades_wide.csv",
         file=sys.stderr,
     )
+    print(overview, file=sys.stderr)
     if stale:
         print(f"评分器：成绩册里有 {stale} 份是在别的答案表、评分代码或种子下评的（current = no）", file=sys.stderr)
     if interrupted:

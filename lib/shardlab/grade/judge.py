@@ -43,20 +43,22 @@ def draw_inputs(spec: answers.Answer, rng: random.Random, n: int = N_HIDDEN) -> 
 
 
 def hidden_inputs(seed: int) -> dict[str, list[tuple]]:
-    """全部函数答案在评分时的输入：公开示例，加上由种子选出的 N_HIDDEN 组（种子的确定函数；种子记在每份结果里）
+    """全部函数答案的隐藏输入：种子的确定函数（同一个种子总是同样的输入；种子记在每份结果里）
 
-    公开示例也评：自检通过的函数，在评分时不能因为示例之外的输入才第一次被检查。
+    每个答案：先是公开示例和题目说到的边界情形（``Answer.edge_cases``，如 N = 2、奇数 N），再加 N_HIDDEN 组随机输入；
+    每个答案用自己的随机数流（种子与答案 id 一起决定），加一个答案不会改变别的答案的输入。
     """
-    rng = random.Random(seed)
-    return {
-        a.id: [tuple(x) for x in a.examples] + draw_inputs(a, rng)
-        for a in answers.ANSWERS.values()
-        if a.kind == "function"
-    }
+    out = {}
+    for a in answers.ANSWERS.values():
+        if a.kind == "function":
+            rng = random.Random(f"{seed}/{a.id}")
+            fixed = list(dict.fromkeys((*a.examples, *a.edge_cases)))
+            out[a.id] = fixed + [x for x in draw_inputs(a, rng) if x not in fixed]
+    return out
 
 
 # ---- 一条导出记录 ----
-def _judge_plain(spec: answers.Answer, rec, right: float) -> Verdict:
+def _judge_plain(spec: answers.Answer, rec, right: float, params=None) -> Verdict:
     if not isinstance(rec, dict):
         return Verdict(spec.id, st.INVALID, "导出的记录格式不对")
     if rec.get("missing"):
@@ -70,7 +72,18 @@ def _judge_plain(spec: answers.Answer, rec, right: float) -> Verdict:
         value = float(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return Verdict(spec.id, st.INVALID, "导出的值不是数")
-    return judge_value(spec, float(value), right)
+    return judge_value(spec, float(value), right, params)
+
+
+def _impostor(spec: answers.Answer, rec: dict, entry: dict) -> str | None:
+    """不对的答案是不是恰好等于发布版或别的同学的答案（个人版的答案表才有 impostors）"""
+    value = rec.get("value")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    for flag, other in entry.get("impostors", ()):
+        if judge_value(spec, float(value), float(other)).ok:
+            return flag
+    return None
 
 
 def judge_record(
@@ -83,7 +96,9 @@ def judge_record(
         entry = key.entry(spec.id, submission)
         if entry is None:
             return Verdict(spec.id, st.NO_KEY, "答案表里没有这道题")
-        return _judge_plain(spec, rec, float(entry["value"]))
+        verdict = _judge_plain(spec, rec, float(entry["value"]), entry.get("params"))
+        flag = _impostor(spec, rec, entry) if verdict.status == st.WRONG else None
+        return Verdict(spec.id, flag, st.IMPOSTOR_MESSAGES[flag]) if flag else verdict
     if "error" in rec:
         return Verdict(spec.id, st.ERROR, str(rec["error"])[:300])
     cases = rec.get("cases")
@@ -180,7 +195,7 @@ def collect(prep: Prepared, run: RunResult, cells: dict[int, CellOutcome], res: 
             status, message = _why_no_export(out, state, res)
             res["problems"].append(problem(aid, status, message, cell=cell))
             continue
-        verdict = judge_record(spec, rec, key, inputs.get(aid, []), res.get("student"))
+        verdict = judge_record(spec, rec, key, inputs.get(aid, []), res.get("roster_id") or res.get("student"))
         if verdict.status != st.CORRECT and state and verdict.status in (st.ERROR, st.MISSING, st.INVALID):
             status = state
             message = {st.TIMEOUT: "前面的单元超时，答案没有算出来", st.KERNEL_DIED: "内核已经退出"}[state]

@@ -15,6 +15,9 @@ KERNEL_DIED = "kernel-died"
 CRASHED = "crashed"
 NO_EXPORT = "no-export"
 NO_KEY = "no-key"
+# ---- 每道题：按个人版评分时认出的抄袭（0 分） ----
+COPIED_PUBLISHED = "copied-published"
+OTHER_VARIANT = "other-variant"
 # ---- 每道题：结构问题 ----
 MISSING_CELL = "missing-cell"
 DUPLICATE_TAG = "duplicate-tag"
@@ -43,6 +46,8 @@ TEXT = {
     CRASHED: "评分进程崩溃",
     NO_EXPORT: "没有导出答案",
     NO_KEY: "答案表里没有这道题",
+    COPIED_PUBLISHED: "抄了发布版的答案",
+    OTHER_VARIANT: "别的同学的答案",
     MISSING_CELL: "找不到答案单元",
     DUPLICATE_TAG: "答案标签重复",
     REORDERED: "答案单元顺序被调换",
@@ -71,6 +76,13 @@ SUBMISSION_MESSAGES = {
     INVALID_NUMBER: "笔记本里有超出范围的数（位数太多的整数）：正常保存的笔记本不会这样，请在 Jupyter 里重新保存",
     OTHER_CHAPTER: "这是别的章的练习，这次评的不是它；请提交本章的练习",
     GRADER_ERROR: "评分器在评这份提交时自己出错了（不是学生的错）；请把 gradebook.json 里的原因报告给维护者",
+}
+
+
+# 按个人版评分时，与别的变体的答案相同（不说是谁的，也不给出正确的值）
+IMPOSTOR_MESSAGES = {
+    COPIED_PUBLISHED: "这是书上（发布版）题目的答案；你的练习里的数与书上不同，请按你自己笔记本里的数计算",
+    OTHER_VARIANT: "这是另一位同学的题目参数下的答案；请按你自己笔记本里的数计算",
 }
 
 

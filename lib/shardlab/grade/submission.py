@@ -51,6 +51,7 @@ class Context:
     workdir: Path | None = None  # 临时文件放在这里（评分器的输出目录下，下次运行会清理）
     code: str = field(default_factory=lambda: code_fingerprint())
     stop: threading.Event = field(default_factory=threading.Event)
+    roster_of: dict[str, str] = field(default_factory=dict)  # 提交的 id → 花名册里的学生 id（按个人版评分时）
 
     @property
     def cache_key(self) -> str:
@@ -75,6 +76,7 @@ def new_result(found: Found, ctx: Context) -> dict:
         "seed": ctx.seed,
         "cache_key": ctx.cache_key,
         "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **({"roster_id": ctx.roster_of[found.sid]} if found.sid in ctx.roster_of else {}),
     }
 
 

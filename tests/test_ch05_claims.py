@@ -1,0 +1,147 @@
+"""第 5 章的模型与说法：执行一次正文笔记本，核对正文引用的数字（glue）与几处关键的文字
+
+每一条都对应一个曾经错过的地方；期望值在这里独立地算（不调用章节里的代码），或与原书 / NCCL 源码的事实比较。
+"""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from shardlab import answers, check, units
+
+ROOT = Path(__file__).resolve().parent.parent
+CH05 = ROOT / "book" / "ch05_collectives.md"
+SOL05 = ROOT / "solutions" / "ch05_solutions.md"
+EX05 = ROOT / "exercises" / "ch05_exercises.md"
+pytestmark = pytest.mark.slow
+TEXT = CH05.read_text(encoding="utf-8")
+DUMP = "import json\nfrom shardlab.notebook import GLUED\nprint('@@' + json.dumps({k: v for k, v in GLUED.items() if isinstance(v, str)}))"
+
+
+@pytest.fixture(scope="module")
+def glued():
+    nb = jupytext.read(CH05)
+    nb.cells.append(nbformat.v4.new_code_cell(DUMP))
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(CH05.parent)}}).execute()
+    out = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("output_type") == "stream")
+    return json.loads(out.split("@@", 1)[1])
+
+
+def _admonition(title: str) -> str:
+    """标题为 title 的小测验后面紧跟的“答案”块"""
+    i = TEXT.index(title)
+    j = TEXT.index("```{admonition} 答案", i)
+    return TEXT[j : TEXT.index("\n```\n", j)]
+
+
+def test_allgather_through_a_root_is_n_times_slower(glued):
+    # 根收下 7 GB，再发出 7 × 7 = 49 GB；AllGather 每张卡收 7 GB：(7 + 49) / 7 = 8 = N
+    assert glued["ch05-q1-ratio"] == "8"
+    assert glued["ch05-q1-bcast-bytes"] == "49 GB"
+
+
+def test_quiz4_does_not_borrow_another_measurement():
+    answer = _admonition("小测验：带宽受限还是延迟受限？")
+    assert "原书的实测约 8 µs" not in answer
+    assert "bf16[256, 256]" in answer  # 8 µs 属于 {X: 8, Y: 4} 上的 bf16[256, 256]
+
+
+def test_nccl_latency_model_names_its_release_and_is_a_lower_envelope(glued):
+    assert glued["ch05-nccl-release"] == "NCCL 2.30.3"
+    assert glued["ch05-nccl-lat-ar8"] == "15 µs"  # 6.6 + 14 × 0.6
+    assert glued["ch05-h100-ag-latency"] == "10.8 µs"  # 6.6 + 7 × 0.6
+    assert glued["ch05-nccl-simple-bw"] == units.fmt_bw(18 * 20.6e9)  # 与实测的约 370 GB/s 相符
+    assert "下包络" in TEXT and "370" in TEXT
+
+
+def test_h100_crossover_is_solved_exactly(glued):
+    exact = (6.6e-6 + 7 * 0.6e-6) * 8 * 450e9 / 7  # 延迟项 = V(N-1)/(N·W)
+    assert glued["ch05-h100-ag-crossover"] == units.fmt_bytes(exact)
+
+
+def test_nccl_tree_steps_chain_inside_a_node(glued):
+    assert glued["ch05-nccl-tree-8"] == "14"  # 一个节点：链上 7 步，上下各一遍
+    assert glued["ch05-nccl-tree-512"] == "26"  # 2·(7 + log2 64)
+    assert "每个 GPU 在一棵树里是叶子" not in TEXT and "每个节点在一棵树里是叶子" in TEXT
+
+
+def test_multi_axis_rule_follows_the_simulator(glued):
+    assert glued["ch05-ma-4x4-ratio"] == "1.25"
+    assert glued["ch05-ma-2x2-speedup"] == units.fmt_num(4 / 3)
+
+
+def test_overlap_threshold_states_the_line(glued):
+    # v5e 上长度 4 的轴是线：AllReduce 慢 1.5 倍，阈值 1.5 × 17,511
+    assert glued["ch05-ov-dstar"] == "17,511"
+    assert glued["ch05-ov-dstar-line"] == "26,267"
+
+
+def test_patterns_table_uses_the_chapter_definitions(glued):
+    act = 4096 * 4096 * 2
+    assert glued["ch05-pat-moe-local"] == units.fmt_bytes(2 * act)  # top-2
+    assert glued["ch05-pat-moe-v"] == units.fmt_bytes(8 * 2 * act)  # AllToAll 的 V 是整个组的总字节数
+    assert glued["ch05-moe-v"] == units.fmt_bytes(8 * 2 * 8192 * 4096 * 2)  # 5.11 节也计入 top-2
+    assert "计数单位" in TEXT and "每个微批次" in TEXT
+
+
+def test_section_structure_and_definitions():
+    heads = re.findall(r"^## (5\.\d+) ", TEXT, re.M)
+    assert heads == [f"5.{i}" for i in range(1, 13)]  # 原来的 5.4 拆成了 5.4–5.7
+    definition = TEXT.index("总线带宽（bus bandwidth，busbw）")
+    assert TEXT.index("总线带宽") == definition and TEXT.index("busbw") > definition  # 第一次出现就定义
+    first = TEXT.index("对分截面")
+    assert "被切断" in TEXT[first - 80 : first]  # 第一次出现时就说明它是什么
+    assert "环要首尾相连" in TEXT[: TEXT.index("单向环（unidirectional ring）")]
+
+
+def test_claims_about_the_book_are_current():
+    sol = SOL05.read_text(encoding="utf-8")
+    assert "11.6 µs" in sol and "早期版本" in sol and "28b1988" in sol
+    assert "原书给出的 NVLink 上" not in TEXT  # 62 ms 不是原书的数字
+    for path in (CH05, SOL05, EX05, ROOT / "solutions" / "README.md", ROOT / "README.md"):
+        body = path.read_text(encoding="utf-8")
+        assert "种子材料" not in body, path
+        assert "第一套完整" not in body, path
+
+
+def test_exercise_statements_carry_their_assumptions():
+    ex = EX05.read_text(encoding="utf-8")
+    p5 = ex[ex.index("## 问题 5") : ex.index("## 问题 6")]
+    assert "八块网卡都用上" in p5 and "流水线" in p5
+    p3 = ex[ex.index("## 问题 3") : ex.index("## 问题 4")]
+    assert "两种" in p3 and "拆成两半" in p3
+    p7 = ex[ex.index("## 问题 7") :]
+    assert "**一次** AllReduce" in p7
+
+
+def test_p3_consistent_splitter_passes_and_the_mixed_convention_is_named():
+    spec = answers.get("ch05-p3-fn")
+    consistent = lambda n, bi: (n * n // 4) / (n * (n - 1)) if bi else 0.5  # noqa: E731
+    assert check.judge_function(spec, consistent).ok
+    mixed = lambda n, bi: ((n * n // 4) / n**2) / ((n // 2) / n) / 2 if bi else 0.5  # noqa: E731
+    verdict = check.judge_function(spec, mixed)
+    assert not verdict.ok and "正文的约定" in verdict.message
+
+
+def test_p5_other_valid_models_are_named():
+    right = answers.expected_value("ch05-p5-64")
+    v = 2 * 7e9
+    eight_rail = 2 * v * 63 / 64 / 400e9
+    assert math.isclose(eight_rail, 68.9e-3, rel_tol=1e-3)
+    message = check.evaluate("ch05-p5-64", eight_rail).message
+    assert "8 轨环" in message and "大 N" in message
+    assert "(N-1)/N" not in message.split("也可能是")[0].split("8 轨环")[0]  # 不再误报“用了大 N 极限”
+    assert "一块 50 GB/s 网卡" in check.evaluate("ch05-p5-64", 2 * v * 63 / 64 / 50e9).message
+    assert check.evaluate("ch05-p5-64", right).ok
+
+
+def test_p7_time_counts_one_allreduce():
+    right = answers.expected_value("ch05-p7-decode-time")
+    assert "每层两次" in check.evaluate("ch05-p7-decode-time", 2 * right).message
+    assert "80 层 × 2 次" in check.evaluate("ch05-p7-decode-time", 160 * right).message

@@ -1,0 +1,188 @@
+"""找出课程正文里与素材（seeds）共有的长串汉字：逐句比较，报告 15 个汉字以上的共同片段
+
+整句相同（只看汉字，至少 8 个字）也算。比较只看汉字（CJK 统一表意文字）。先去掉不算正文的部分：YAML 头、代码单元与代码块、显示公式、
+行内公式（``$…$``）、行内代码与 MyST 角色（``{glue:text}`…```）、指令的选项行、HTML 注释；
+剩下的文字按句切开（。！？；与换行），每句只保留汉字，于是拉丁字母写的专有名词（AllGather、NCCL、TPU v5e）、
+数字、标点和空格都被略过，两边的片段只要汉字序列相同就算共有。
+
+用法（在仓库根目录）::
+
+    python tools/seed_overlap.py                        # 默认检查 book/ solutions/ exercises/ 的 .md
+    python tools/seed_overlap.py book/ch06_sharded_matmul.md --min 15
+    python tools/seed_overlap.py --seeds ../shared/seeds solutions/
+
+有共同片段时退出码为 1，并逐条打印 ``文件:行: 片段（n 字）``。
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SEEDS = ROOT.parent / "shared" / "seeds"
+DEFAULT_DIRS = ("book", "solutions", "exercises")
+MIN_RUN = 15
+MIN_SAME_SENTENCE = 8  # 整句与素材的某一句相同（只看汉字）且至少这么长，也算共有
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_NOT_HAN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_SENTENCE_END = re.compile(r"[。！？；!?;]")
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_INLINE = [
+    re.compile(r"\{[\w:-]+\}`[^`]*`"),  # MyST 角色：{glue:text}`key`、{numref}`fig`
+    re.compile(r"`[^`]*`"),  # 行内代码
+    re.compile(r"\$\$.*?\$\$"),  # 同一行里的显示公式
+    re.compile(r"(?<!\\)\$[^$]*(?<!\\)\$"),  # 行内公式
+    re.compile(r"<!--.*?-->"),
+]
+
+
+@dataclass(frozen=True)
+class Overlap:
+    path: str
+    line: int
+    run: str  # 共同的汉字片段（最长的那一段，或整句）
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.run}（{len(self.run)} 字）"
+
+
+def prose_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(行号, 正文) ：跳过 YAML 头、代码块 / 代码单元、显示公式与指令选项行，去掉行内公式与代码"""
+    lines = text.splitlines()
+    i = 0
+    if lines and lines[0].strip() == "---":  # YAML 头
+        i = next((j + 1 for j in range(1, len(lines)) if lines[j].strip() == "---"), len(lines))
+    stack: list[tuple[str, bool]] = []  # 打开的围栏：(围栏字符串, 是否是代码)
+    in_math = False
+    for no in range(i, len(lines)):
+        line = lines[no]
+        m = _FENCE.match(line)
+        if m:
+            mark, rest = m.group(1), line.strip()[len(m.group(1)) :].strip()
+            if not rest and stack and stack[-1][0][0] == mark[0] and len(mark) >= len(stack[-1][0]):
+                stack.pop()  # 闭合
+                continue
+            if not (stack and stack[-1][1]):
+                # 代码单元、代码块整个跳过；admonition、glue:figure 等指令的内容是正文
+                stack.append((mark, rest.startswith("{code-cell}") or not rest.startswith("{")))
+                continue
+        if stack and stack[-1][1]:
+            continue
+        stripped = line.strip()
+        if stripped.startswith("$$"):
+            closed = stripped.count("$$") >= 2
+            if not closed:
+                in_math = not in_math
+            continue
+        if in_math or re.match(r"^:[\w-]+:", stripped):  # 公式内部、指令选项（:class: dropdown）
+            continue
+        for pattern in _INLINE:
+            line = pattern.sub(" ", line)
+        yield no + 1, line
+
+
+def sentences(text: str) -> Iterator[tuple[int, str, bool]]:
+    """(行号, 只含汉字的句子, 是否是标题行)"""
+    for no, line in prose_lines(text):
+        heading = line.lstrip().startswith("#")
+        for part in _SENTENCE_END.split(line):
+            han = _NOT_HAN.sub("", part)
+            if han:
+                yield no, han, heading
+
+
+def seed_sentences(seed_dir: Path) -> list[str]:
+    """素材的句子（只含汉字）；素材是纯文本，不去代码"""
+    out = []
+    for path in sorted(seed_dir.glob("*.txt")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            for part in _SENTENCE_END.split(line):
+                han = _NOT_HAN.sub("", part)
+                if han:
+                    out.append(han)
+    return out
+
+
+def _grams(texts: Iterable[str], n: int) -> set[str]:
+    return {t[i : i + n] for t in texts for i in range(len(t) - n + 1)}
+
+
+def longest_shared_run(sentence: str, seed_grams: set[str], n: int) -> str:
+    """sentence 里最长的、每个 n 字窗口都出现在素材里的片段（没有则为空串）
+
+    相邻窗口都在素材里不保证整段在素材的同一处出现，但对 n = 15 的汉字窗口，这样的巧合可以忽略；
+    我们只用它来报告片段的长度。
+    """
+    best, start = "", None
+    for i in range(len(sentence) - n + 1):
+        if sentence[i : i + n] in seed_grams:
+            if start is None:
+                start = i
+            if i + n - start > len(best):
+                best = sentence[start : i + n]
+        else:
+            start = None
+    return best
+
+
+def find_overlaps(paths: Iterable[Path], seed_dir: Path = DEFAULT_SEEDS, min_run: int = MIN_RUN) -> list[Overlap]:
+    """逐句比较 paths（文件或目录；目录取其中的 .md）与 seed_dir 里的素材
+
+    返回两种句子：与素材共有 ≥ min_run 个连续汉字的；只看汉字时与素材的某一句完全相同、
+    且至少 MIN_SAME_SENTENCE 个汉字的（短句换了几个英文词仍是照抄；标题行不算，节名相同是常事）。
+    """
+    if min_run < 1:
+        raise ValueError(f"min_run 必须 ≥ 1，收到 {min_run}")
+    seed_dir = Path(seed_dir)
+    if not seed_dir.is_dir():
+        raise FileNotFoundError(f"找不到素材目录 {seed_dir}")
+    seeds = seed_sentences(seed_dir)
+    grams, whole = _grams(seeds, min_run), set(seeds)
+    found = []
+    for path in _expand(paths):
+        rel = _display(path)
+        for no, han, heading in sentences(path.read_text(encoding="utf-8")):
+            run = longest_shared_run(han, grams, min_run)
+            if not run and not heading and len(han) >= min(MIN_SAME_SENTENCE, min_run) and han in whole:
+                run = han
+            if run:
+                found.append(Overlap(rel, no, run))
+    return found
+
+
+def _expand(paths: Iterable[Path]) -> list[Path]:
+    out = []
+    for p in map(Path, paths):
+        out.extend(sorted(p.rglob("*.md")) if p.is_dir() else [p])
+    return out
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="找出与素材（seeds）共有长串汉字的句子")
+    parser.add_argument("paths", nargs="*", help="要检查的文件或目录（默认 book/ solutions/ exercises/）")
+    parser.add_argument("--seeds", type=Path, default=DEFAULT_SEEDS, help=f"素材目录（默认 {DEFAULT_SEEDS}）")
+    parser.add_argument("--min", type=int, default=MIN_RUN, dest="min_run", help="共同汉字的最短长度（默认 15）")
+    args = parser.parse_args(argv)
+    paths = [Path(p) for p in args.paths] or [ROOT / d for d in DEFAULT_DIRS]
+    overlaps = find_overlaps(paths, args.seeds, args.min_run)
+    for o in overlaps:
+        print(o)
+    print(f"{len(overlaps)} 句与素材共有 ≥ {args.min_run} 个连续汉字，或整句相同", file=sys.stderr)
+    return 1 if overlaps else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
