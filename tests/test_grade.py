@@ -61,9 +61,18 @@ def key_file(tmp_path_factory) -> Path:
     return path
 
 
-def _uids_running() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "uid=,pid=,comm="], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if line.split() and int(line.split()[0]) >= 200_000]
+def _sandboxes(under: Path) -> list[str]:
+    """还活着的、属于这次评分的沙箱：bwrap 的命令行里有评分笔记本的路径（在 under 下）；
+    bwrap 一结束，它的 pid 命名空间里的进程就全部结束。别的工作区同时在评分时，它们的沙箱不算"""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if cmd.startswith("bwrap ") and str(under) in cmd:
+            found.append(f"{pid} {cmd[:80]}")
+    return found
 
 
 LONG_NAME = "张" * 79 + ".ipynb"  # 237 字节：临时结果文件的名字曾经因此超过 255 字节
@@ -86,8 +95,10 @@ def hostile_class(subs: Path) -> dict[str, str]:
     shutil.copy(FIXTURES / "partial.ipynb", subs / "bob.ipynb")
     for name in (LONG_NAME, FORMULA_NAME, ESCAPE_NAME):
         shutil.copy(correct, subs / name)
-    cells = b",".join([b'{"cell_type":"raw"}'] * 998_000)
-    (subs / "huge_cells.ipynb").write_bytes(b'{"nbformat":4,"nbformat_minor":4,"metadata":{},"cells":[' + cells + b"]}")
+    cells = b",".join([b'{"cell_type":"code","metadata":{"tags":["ch05-p1a"]}}'] + [b'{"cell_type":"code"}'] * 998_000)
+    huge = b'{"nbformat":4,"nbformat_minor":4,"metadata":{},"cells":[' + cells + b"]}"
+    assert len(huge) <= inject.MAX_SUBMISSION_BYTES  # 不超过文件大小的上限：挡住它的是单元数
+    (subs / "huge_cells.ipynb").write_bytes(huge)
     deep = b"[" * 100_000 + b"]" * 100_000
     (subs / "deep.ipynb").write_bytes(b'{"nbformat":4,"cells":[],"metadata":{"x":' + deep + b"}}")
     os.symlink(ROOT / "solutions" / "ch05_solutions.ipynb", subs / "steal.ipynb")
@@ -258,7 +269,7 @@ def test_fork_bomb_is_contained(batch):
     st = statuses(res)
     assert st["ch05-p3-fn"] == "correct"
     assert st["ch05-p4"] in ("timeout", "kernel-died")
-    assert not _uids_running()  # 沙箱的进程全都结束了
+    assert not _sandboxes(batch["out"])  # 沙箱的进程全都结束了
 
 
 @pytest.mark.slow
@@ -585,7 +596,7 @@ def test_sandbox_limits_bite(tmp_path):
     path.chmod(0o644)
     staged = sandbox.stage_library(tmp_path / "stage")
     limits = sandbox.Limits(cell_s=30, wall_s=60, memory_bytes=2 << 30, nproc=100, file_bytes=16 << 20)
-    run = sandbox.Sandbox(staged, limits).run(path)
+    run = sandbox.Sandbox(staged, limits, workdir=tmp_path).run(path)
     cells = junit.parse_junit(run.junit)
     info = json.loads(re.search(r"PROBE(\{.*?\})PROBE", cells[0].message).group(1))
     assert info["uid"] >= 200_000
@@ -600,7 +611,7 @@ def test_sandbox_limits_bite(tmp_path):
         ["graded.ipynb", ".pytest.ini", ".pytest.log", ".ipython", ".jupyter-runtime", "ok"]
     ) or ("graded.ipynb" in info["home"] and "answer_key.json" not in info["home"])
     assert info["procs"] < 150  # 只看得见沙箱自己的进程
-    assert not _uids_running()
+    assert not _sandboxes(tmp_path)
 
 
 def _grader(subs: Path, out: Path, key_file: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
@@ -614,10 +625,6 @@ def _wait_for(cond, timeout: float = 60) -> None:
     while not cond():
         assert time.monotonic() < deadline, "等不到"
         time.sleep(0.05)
-
-
-def _sandbox_running() -> bool:
-    return bool(_uids_running())
 
 
 @pytest.fixture
@@ -635,7 +642,7 @@ def loop_class(tmp_path) -> Path:
 def test_first_ctrl_c_starts_no_new_sandbox_and_keeps_what_was_graded(tmp_path, key_file, loop_class):
     out = tmp_path / "out"
     proc = _grader(loop_class, out, key_file, "--cell-timeout", "20")
-    _wait_for(lambda: (out / "results" / "a_not_json.json").exists() and _sandbox_running())
+    _wait_for(lambda: (out / "results" / "a_not_json.json").exists() and _sandboxes(out))
     time.sleep(1.0)  # 沙箱在跑第二份
     proc.send_signal(signal.SIGINT)
     t0 = time.monotonic()
@@ -646,7 +653,7 @@ def test_first_ctrl_c_starts_no_new_sandbox_and_keeps_what_was_graded(tmp_path, 
     assert [r["student"] for r in doc["submissions"]] == ["a_not_json"] and doc["meta"]["interrupted"]
     assert not (out / "results" / "b_loop.json").exists() and not (out / "results" / "c_correct.json").exists()
     assert not list((out / ".work").glob("*")) if (out / ".work").exists() else True
-    _wait_for(lambda: not _uids_running(), 10)
+    _wait_for(lambda: not _sandboxes(out), 10)
 
 
 @pytest.mark.slow
@@ -654,7 +661,7 @@ def test_first_ctrl_c_starts_no_new_sandbox_and_keeps_what_was_graded(tmp_path, 
 def test_second_ctrl_c_exits_at_once_and_the_next_run_finishes(tmp_path, key_file, loop_class):
     out = tmp_path / "out"
     proc = _grader(loop_class, out, key_file, "--cell-timeout", "20")
-    _wait_for(lambda: (out / "results" / "a_not_json.json").exists() and _sandbox_running())
+    _wait_for(lambda: (out / "results" / "a_not_json.json").exists() and _sandboxes(out))
     proc.send_signal(signal.SIGINT)
     time.sleep(0.5)  # 第一次中断之后、评分器退出之前（以前：这时的第二次 Ctrl-C 打出 traceback，退出码 -2）
     proc.send_signal(signal.SIGINT)
@@ -663,7 +670,7 @@ def test_second_ctrl_c_exits_at_once_and_the_next_run_finishes(tmp_path, key_fil
     assert proc.returncode == 130 and time.monotonic() - t0 < 5, err
     assert "Traceback" not in err  # 以前：第二次 Ctrl-C 打出 traceback，退出码 -2
     json.loads((out / "gradebook.json").read_text(encoding="utf-8"))  # 仍是完整的 JSON
-    _wait_for(lambda: not _uids_running(), 10)
+    _wait_for(lambda: not _sandboxes(out), 10)
     proc = _grader(loop_class, out, key_file, "--cell-timeout", "2")
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
@@ -678,10 +685,10 @@ def test_killed_grader_leaves_nothing_for_the_next_run(tmp_path, key_file, loop_
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp)}
     proc = _grader(loop_class, out, key_file, "--cell-timeout", "20", env=env)
-    _wait_for(lambda: (out / "results" / "a_not_json.json").exists() and _sandbox_running())
+    _wait_for(lambda: (out / "results" / "a_not_json.json").exists() and _sandboxes(out))
     proc.kill()
     proc.communicate(timeout=30)
-    _wait_for(lambda: not _uids_running(), 10)  # --die-with-parent：沙箱跟着结束
+    _wait_for(lambda: not _sandboxes(out), 10)  # --die-with-parent：沙箱跟着结束
     assert not list(tmp.iterdir())  # 以前：/tmp 里留下 shardlab-stage-*
     proc = _grader(loop_class, out, key_file, "--cell-timeout", "2", env=env)
     _, err = proc.communicate(timeout=300)
@@ -946,6 +953,7 @@ def _forged_reports() -> dict[str, str]:
     return {"many": many[:cap], "one": one[:cap], "exports": exports[:cap], "deep": deep[:cap]}
 
 
+@pytest.mark.slow
 def test_forged_report_of_the_maximum_size_stays_bounded():
     for name, xml in _forged_reports().items():
         assert len(xml) <= junit.MAX_REPORT_CHARS

@@ -225,6 +225,8 @@ class _Interrupts:
         return self
 
     def __exit__(self, *exc):
+        if self.count:  # 已经中断过：留着这个处理器直到进程退出，再来一次 Ctrl-C 仍是立即退出（130），不是 traceback
+            return False
         for sig, handler in self.old.items():
             signal.signal(sig, handler)
         return False
