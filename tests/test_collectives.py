@@ -13,9 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from jax.sharding import PartitionSpec as P
 
-from shardlab import collectives as C
-from shardlab import reference as R
-from shardlab import runtime
+from shardlab import collectives, reference, runtime
 
 runtime.setup("cpu")  # conftest 已调用；重复调用是幂等的
 
@@ -44,8 +42,8 @@ def data(mesh, block_shape, seed=0):
 
 def assert_matches_reference(got, x, mesh, axis, ref_fn):
     """每组（沿 axis 通信的 n 台设备）分别跑 NumPy 参考实现，逐设备比较"""
-    got_groups = C.group_blocks(got, mesh, axis)
-    in_groups = C.group_blocks(x, mesh, axis)
+    got_groups = collectives.group_blocks(got, mesh, axis)
+    in_groups = collectives.group_blocks(x, mesh, axis)
     assert len(got_groups) == mesh.size // mesh.shape[axis]
     for got_blocks, blocks in zip(got_groups, in_groups, strict=True):
         expected = ref_fn(blocks)
@@ -60,65 +58,67 @@ def assert_matches_reference(got, x, mesh, axis, ref_fn):
 
 def test_axis_groups_rows_and_columns():
     mesh = mesh_of((2, 4), ("X", "Y"))
-    assert C.axis_groups(mesh, "Y") == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    assert C.axis_groups(mesh, "X") == [[0, 4], [1, 5], [2, 6], [3, 7]]
-    assert C.axis_groups(mesh_of((8,), ("X",)), "X") == [list(range(8))]
+    assert collectives.axis_groups(mesh, "Y") == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert collectives.axis_groups(mesh, "X") == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    assert collectives.axis_groups(mesh_of((8,), ("X",)), "X") == [list(range(8))]
     with pytest.raises(ValueError, match="没有轴"):
-        C.axis_groups(mesh, "Z")
+        collectives.axis_groups(mesh, "Z")
 
 
 def test_block_spec_and_per_device_order():
     mesh = mesh_of((2, 4), ("X", "Y"))
-    assert C.block_spec(mesh) == P(("X", "Y"))
+    assert collectives.block_spec(mesh) == P(("X", "Y"))
     x = np.arange(8 * 2 * 3, dtype=np.float32).reshape(16, 3)
-    got = C.per_device(C.shard_blocks(x, mesh))
+    got = collectives.per_device(collectives.shard_blocks(x, mesh))
     for k, block in enumerate(got):
         np.testing.assert_array_equal(block, x[2 * k : 2 * k + 2])
     # 显式给出 mesh 时结果相同
-    explicit = C.per_device(C.shard_blocks(x, mesh), mesh)
+    explicit = collectives.per_device(collectives.shard_blocks(x, mesh), mesh)
     assert all(np.array_equal(a, b) for a, b in zip(got, explicit, strict=True))
     # NumPy 输入按同一约定切块
-    assert all(np.array_equal(a, b) for a, b in zip(got, C.per_device(x, mesh), strict=True))
+    assert all(np.array_equal(a, b) for a, b in zip(got, collectives.per_device(x, mesh), strict=True))
     with pytest.raises(ValueError, match="mesh"):
-        C.per_device(x)
-    columns = C.group_blocks(x, mesh, "X")
+        collectives.per_device(x)
+    columns = collectives.group_blocks(x, mesh, "X")
     assert len(columns) == 4 and len(columns[0]) == 2
     np.testing.assert_array_equal(columns[1][1], x[10:12])  # 网格位置 (1, 1) = 5
 
 
 def test_shard_blocks_rejects_uneven_split():
     with pytest.raises(ValueError, match="整除"):
-        C.shard_blocks(np.zeros((12, 2), np.float32), mesh_of((8,), ("X",)))
+        collectives.shard_blocks(np.zeros((12, 2), np.float32), mesh_of((8,), ("X",)))
 
 
 def test_shift_perm_and_ring_hops():
-    assert C.shift_perm(4) == [(0, 1), (1, 2), (2, 3), (3, 0)]
-    assert C.shift_perm(4, -1) == [(0, 3), (1, 0), (2, 1), (3, 2)]
-    assert C.ring_hops(8) == (7, 0)
-    assert C.ring_hops(8, bidirectional=True) == (4, 3)
-    assert C.ring_hops(7, bidirectional=True) == (3, 3)
-    assert C.ring_hops(2, bidirectional=True) == (1, 0)
-    assert C.ring_hops(1, bidirectional=True) == (0, 0)
+    assert collectives.shift_perm(4) == [(0, 1), (1, 2), (2, 3), (3, 0)]
+    assert collectives.shift_perm(4, -1) == [(0, 3), (1, 0), (2, 1), (3, 2)]
+    assert collectives.ring_hops(8) == (7, 0)
+    assert collectives.ring_hops(8, bidirectional=True) == (4, 3)
+    assert collectives.ring_hops(7, bidirectional=True) == (3, 3)
+    assert collectives.ring_hops(2, bidirectional=True) == (1, 0)
+    assert collectives.ring_hops(1, bidirectional=True) == (0, 0)
     for n in range(1, 17):
-        cw, ccw = C.ring_hops(n, bidirectional=True)
+        cw, ccw = collectives.ring_hops(n, bidirectional=True)
         assert cw + ccw == n - 1  # 每个块只搬一次
         assert max(cw, ccw) == n // 2  # 步数 floor(n/2)
     with pytest.raises(ValueError):
-        C.ring_hops(0)
+        collectives.ring_hops(0)
 
 
 def test_build_validates_and_caches():
     mesh = mesh_of((8,), ("X",))
     with pytest.raises(ValueError, match="未知的集合通信"):
-        C.build("broadcast", mesh, "X")
+        collectives.build("broadcast", mesh, "X")
     with pytest.raises(ValueError, match="没有轴"):
-        C.build("all_reduce", mesh, "Y")
-    assert C.build("ring_all_gather", mesh, "X", bidirectional=True) is C.build(
+        collectives.build("all_reduce", mesh, "Y")
+    assert collectives.build("ring_all_gather", mesh, "X", bidirectional=True) is collectives.build(
         "ring_all_gather", mesh, "X", bidirectional=True
     )
-    assert C.build("ppermute", mesh, "X", perm=[(0, 1)]) is C.build("ppermute", mesh, "X", perm=((0, 1),))
+    assert collectives.build("ppermute", mesh, "X", perm=[(0, 1)]) is collectives.build(
+        "ppermute", mesh, "X", perm=((0, 1),)
+    )
     other = mesh_of((2, 4), ("X", "Y"))
-    assert C.build("all_reduce", mesh, "X") is not C.build("all_reduce", other, "X")
+    assert collectives.build("all_reduce", mesh, "X") is not collectives.build("all_reduce", other, "X")
 
 
 # ---- XLA 原语 vs reference ----
@@ -130,54 +130,54 @@ BLOCK_SHAPES = [(8,), (8, 3), (16, 2, 3)]
 def test_all_gather(case, block_shape):
     mesh, axis = case
     x = data(mesh, block_shape)
-    got = C.all_gather(x, mesh, axis)
+    got = collectives.all_gather(x, mesh, axis)
     n = mesh.shape[axis]
-    assert C.per_device(got)[0].shape == (n * block_shape[0], *block_shape[1:])
-    assert_matches_reference(got, x, mesh, axis, lambda b: R.all_gather(b, axis=0, tiled=True))
+    assert collectives.per_device(got)[0].shape == (n * block_shape[0], *block_shape[1:])
+    assert_matches_reference(got, x, mesh, axis, lambda b: reference.all_gather(b, axis=0, tiled=True))
 
 
 def test_all_gather_untiled_and_other_dim(case):
     mesh, axis = case
     x = data(mesh, (4, 3))
-    got = C.all_gather(x, mesh, axis, tiled=False)
-    assert C.per_device(got)[0].shape == (mesh.shape[axis], 4, 3)
-    assert_matches_reference(got, x, mesh, axis, lambda b: R.all_gather(b, axis=0, tiled=False))
-    got = C.all_gather(x, mesh, axis, dim=1)
-    assert_matches_reference(got, x, mesh, axis, lambda b: R.all_gather(b, axis=1, tiled=True))
+    got = collectives.all_gather(x, mesh, axis, tiled=False)
+    assert collectives.per_device(got)[0].shape == (mesh.shape[axis], 4, 3)
+    assert_matches_reference(got, x, mesh, axis, lambda b: reference.all_gather(b, axis=0, tiled=False))
+    got = collectives.all_gather(x, mesh, axis, dim=1)
+    assert_matches_reference(got, x, mesh, axis, lambda b: reference.all_gather(b, axis=1, tiled=True))
 
 
 @pytest.mark.parametrize("block_shape", BLOCK_SHAPES, ids=str)
 def test_reduce_scatter(case, block_shape):
     mesh, axis = case
     x = data(mesh, block_shape)
-    got = C.reduce_scatter(x, mesh, axis)
+    got = collectives.reduce_scatter(x, mesh, axis)
     n = mesh.shape[axis]
-    assert C.per_device(got)[0].shape == (block_shape[0] // n, *block_shape[1:])
-    assert_matches_reference(got, x, mesh, axis, lambda b: R.reduce_scatter(b, axis=0))
+    assert collectives.per_device(got)[0].shape == (block_shape[0] // n, *block_shape[1:])
+    assert_matches_reference(got, x, mesh, axis, lambda b: reference.reduce_scatter(b, axis=0))
 
 
 def test_reduce_scatter_other_dim(case):
     mesh, axis = case
     x = data(mesh, (3, 8))
-    got = C.reduce_scatter(x, mesh, axis, dim=1)
-    assert_matches_reference(got, x, mesh, axis, lambda b: R.reduce_scatter(b, axis=1))
+    got = collectives.reduce_scatter(x, mesh, axis, dim=1)
+    assert_matches_reference(got, x, mesh, axis, lambda b: reference.reduce_scatter(b, axis=1))
 
 
 @pytest.mark.parametrize("block_shape", BLOCK_SHAPES, ids=str)
 def test_all_reduce(case, block_shape):
     mesh, axis = case
     x = data(mesh, block_shape)
-    got = C.all_reduce(x, mesh, axis)
-    assert_matches_reference(got, x, mesh, axis, R.all_reduce)
+    got = collectives.all_reduce(x, mesh, axis)
+    assert_matches_reference(got, x, mesh, axis, reference.all_reduce)
 
 
 @pytest.mark.parametrize(("split_axis", "concat_axis"), [(0, 0), (0, 1), (1, 0), (1, 1)])
 def test_all_to_all(case, split_axis, concat_axis):
     mesh, axis = case
     x = data(mesh, (8, 8))
-    got = C.all_to_all(x, mesh, axis, split_axis=split_axis, concat_axis=concat_axis)
+    got = collectives.all_to_all(x, mesh, axis, split_axis=split_axis, concat_axis=concat_axis)
     assert_matches_reference(
-        got, x, mesh, axis, lambda b: R.all_to_all(b, split_axis=split_axis, concat_axis=concat_axis)
+        got, x, mesh, axis, lambda b: reference.all_to_all(b, split_axis=split_axis, concat_axis=concat_axis)
     )
 
 
@@ -186,18 +186,18 @@ def test_ppermute_shift(case, shift):
     mesh, axis = case
     x = data(mesh, (2, 3))
     n = mesh.shape[axis]
-    got = C.ppermute_shift(x, mesh, axis, shift)
-    assert_matches_reference(got, x, mesh, axis, lambda b: R.ppermute(b, C.shift_perm(n, shift)))
+    got = collectives.ppermute_shift(x, mesh, axis, shift)
+    assert_matches_reference(got, x, mesh, axis, lambda b: reference.ppermute(b, collectives.shift_perm(n, shift)))
 
 
 def test_ppermute_partial_perm_gives_zeros(case):
     mesh, axis = case
     x = data(mesh, (2, 3)) + 100  # 没有 0，收不到数据的设备一看便知
     perm = [(0, 1)]  # 只有下标 1 收到数据
-    got = C.ppermute(x, mesh, axis, perm)
-    assert_matches_reference(got, x, mesh, axis, lambda b: R.ppermute(b, perm))
-    blocks = C.per_device(got)
-    for group in C.axis_groups(mesh, axis):
+    got = collectives.ppermute(x, mesh, axis, perm)
+    assert_matches_reference(got, x, mesh, axis, lambda b: reference.ppermute(b, perm))
+    blocks = collectives.per_device(got)
+    for group in collectives.axis_groups(mesh, axis):
         assert not blocks[group[0]].any()
 
 
@@ -211,9 +211,9 @@ RING_SHAPES = [(8, 3), (16, 2, 3)]
 def test_ring_all_gather(case, block_shape, bidirectional):
     mesh, axis = case
     x = data(mesh, block_shape, seed=1)
-    got = C.ring_all_gather(x, mesh, axis, bidirectional=bidirectional)
-    assert_matches_reference(got, x, mesh, axis, lambda b: R.all_gather(b, axis=0, tiled=True))
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(C.all_gather(x, mesh, axis)))
+    got = collectives.ring_all_gather(x, mesh, axis, bidirectional=bidirectional)
+    assert_matches_reference(got, x, mesh, axis, lambda b: reference.all_gather(b, axis=0, tiled=True))
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(collectives.all_gather(x, mesh, axis)))
 
 
 @pytest.mark.parametrize("bidirectional", [False, True], ids=["oneway", "bidir"])
@@ -221,9 +221,9 @@ def test_ring_all_gather(case, block_shape, bidirectional):
 def test_ring_reduce_scatter(case, block_shape, bidirectional):
     mesh, axis = case
     x = data(mesh, block_shape, seed=2)
-    got = C.ring_reduce_scatter(x, mesh, axis, bidirectional=bidirectional)
-    assert_matches_reference(got, x, mesh, axis, lambda b: R.reduce_scatter(b, axis=0))
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(C.reduce_scatter(x, mesh, axis)))
+    got = collectives.ring_reduce_scatter(x, mesh, axis, bidirectional=bidirectional)
+    assert_matches_reference(got, x, mesh, axis, lambda b: reference.reduce_scatter(b, axis=0))
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(collectives.reduce_scatter(x, mesh, axis)))
 
 
 @pytest.mark.parametrize("bidirectional", [False, True], ids=["oneway", "bidir"])
@@ -231,9 +231,9 @@ def test_ring_reduce_scatter(case, block_shape, bidirectional):
 def test_ring_all_reduce(case, block_shape, bidirectional):
     mesh, axis = case
     x = data(mesh, block_shape, seed=3)
-    got = C.ring_all_reduce(x, mesh, axis, bidirectional=bidirectional)
-    assert_matches_reference(got, x, mesh, axis, R.all_reduce)
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(C.all_reduce(x, mesh, axis)))
+    got = collectives.ring_all_reduce(x, mesh, axis, bidirectional=bidirectional)
+    assert_matches_reference(got, x, mesh, axis, reference.all_reduce)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(collectives.all_reduce(x, mesh, axis)))
 
 
 @settings(max_examples=15, deadline=None, database=None)
@@ -244,8 +244,8 @@ def test_ring_all_reduce(case, block_shape, bidirectional):
 def test_ring_all_reduce_property(x, bidirectional):
     """任意整数值数据：双向 / 单向环形 AllReduce 都等于每台设备缓冲区之和"""
     mesh = mesh_of((8,), ("X",))
-    got = C.per_device(C.ring_all_reduce(x, mesh, "X", bidirectional=bidirectional))
-    total = sum(C.per_device(x, mesh))
+    got = collectives.per_device(collectives.ring_all_reduce(x, mesh, "X", bidirectional=bidirectional))
+    total = sum(collectives.per_device(x, mesh))
     for block in got:
         np.testing.assert_array_equal(block, total)
 
@@ -254,8 +254,8 @@ def test_ring_all_reduce_property(x, bidirectional):
 
 
 def hlo_of(op, mesh, axis, block_shape=(8, 4), **params):
-    x = C.shard_blocks(data(mesh, block_shape), mesh)
-    return C.build(op, mesh, axis, **params), x
+    x = collectives.shard_blocks(data(mesh, block_shape), mesh)
+    return collectives.build(op, mesh, axis, **params), x
 
 
 @pytest.mark.parametrize(
@@ -265,16 +265,16 @@ def hlo_of(op, mesh, axis, block_shape=(8, 4), **params):
         ("all_gather", {}, ["all-gather"]),
         ("reduce_scatter", {}, ["reduce-scatter"]),
         ("all_to_all", {"split_axis": 0, "concat_axis": 1}, ["all-to-all"]),
-        ("ppermute", {"perm": C.shift_perm(8)}, ["collective-permute"]),
+        ("ppermute", {"perm": collectives.shift_perm(8)}, ["collective-permute"]),
     ],
 )
 def test_hlo_xla_primitives(op, params, expected):
     fn, x = hlo_of(op, mesh_of((8,), ("X",)), "X", **params)
-    assert C.hlo_collectives(fn, x) == expected
+    assert collectives.hlo_collectives(fn, x) == expected
 
 
-ONE_WAY = tuple(C.shift_perm(8, 1))
-OTHER_WAY = tuple(sorted(C.shift_perm(8, -1)))
+ONE_WAY = tuple(collectives.shift_perm(8, 1))
+OTHER_WAY = tuple(sorted(collectives.shift_perm(8, -1)))
 
 
 @pytest.mark.parametrize(
@@ -293,8 +293,8 @@ OTHER_WAY = tuple(sorted(C.shift_perm(8, -1)))
 )
 def test_hlo_ring_permute_counts(op, bidirectional, n_permutes, n_clockwise):
     fn, x = hlo_of(op, mesh_of((8,), ("X",)), "X", bidirectional=bidirectional)
-    assert C.hlo_collective_counts(fn, x) == Counter({"collective-permute": n_permutes})
-    pairs = [tuple(sorted(p)) for p in C.hlo_permute_pairs(fn, x)]
+    assert collectives.hlo_collective_counts(fn, x) == Counter({"collective-permute": n_permutes})
+    pairs = [tuple(sorted(p)) for p in collectives.hlo_permute_pairs(fn, x)]
     assert len(pairs) == n_permutes
     assert pairs.count(ONE_WAY) == n_clockwise
     assert pairs.count(OTHER_WAY) == n_permutes - n_clockwise
@@ -303,20 +303,20 @@ def test_hlo_ring_permute_counts(op, bidirectional, n_permutes, n_clockwise):
 def test_hlo_ring_on_2d_mesh_uses_global_device_ids():
     mesh = mesh_of((2, 4), ("X", "Y"))
     fn, x = hlo_of("ring_all_gather", mesh, "Y")
-    assert C.hlo_collectives(fn, x) == ["collective-permute"] * 3
+    assert collectives.hlo_collectives(fn, x) == ["collective-permute"] * 3
     # 一条 collective-permute 同时驱动两组 (0..3) 与 (4..7) 各自的环
     expected = ((0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4))
-    assert all(tuple(sorted(p)) == tuple(sorted(expected)) for p in C.hlo_permute_pairs(fn, x))
+    assert all(tuple(sorted(p)) == tuple(sorted(expected)) for p in collectives.hlo_permute_pairs(fn, x))
     fn, x = hlo_of("ring_all_reduce", mesh, "X", bidirectional=True)
-    assert C.hlo_collectives(fn, x) == ["collective-permute"] * 2
+    assert collectives.hlo_collectives(fn, x) == ["collective-permute"] * 2
 
 
 def test_hlo_plain_function_has_no_collectives():
     x = np.ones((8, 8), np.float32)
-    assert C.hlo_collectives(lambda a: jnp.sin(a) @ a.T, x) == []
-    assert C.hlo_collective_counts(lambda a: a * 2, x) == Counter()
-    assert C.hlo_permute_pairs(lambda a: a + 1, x) == []
-    assert "ENTRY" in C.compiled_hlo_text(lambda a: a + 1, x)
+    assert collectives.hlo_collectives(lambda a: jnp.sin(a) @ a.T, x) == []
+    assert collectives.hlo_collective_counts(lambda a: a * 2, x) == Counter()
+    assert collectives.hlo_permute_pairs(lambda a: a + 1, x) == []
+    assert "ENTRY" in collectives.compiled_hlo_text(lambda a: a + 1, x)
 
 
 def test_find_collectives_normalises_async_forms():
@@ -329,15 +329,15 @@ def test_find_collectives_normalises_async_forms():
             '%f = f32[2] fusion(%z), metadata={op_name="jit(f)/all_gather"}',
         ]
     )
-    assert C.find_collectives(text) == ["all-gather", "all-reduce", "collective-permute"]
+    assert collectives.find_collectives(text) == ["all-gather", "all-reduce", "collective-permute"]
 
 
 def test_replica_group_parsing():
-    assert C.parse_replica_groups("{{0,1},{2,3}}") == [[0, 1], [2, 3]]
-    assert C.parse_replica_groups("[2,4]<=[8]") == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    assert C.parse_replica_groups("[4,2]<=[2,4]T(1,0)") == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    assert collectives.parse_replica_groups("{{0,1},{2,3}}") == [[0, 1], [2, 3]]
+    assert collectives.parse_replica_groups("[2,4]<=[8]") == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert collectives.parse_replica_groups("[4,2]<=[2,4]T(1,0)") == [[0, 4], [1, 5], [2, 6], [3, 7]]
     mesh = mesh_of((2, 4), ("X", "Y"))
-    assert C.axis_of_groups([[0, 4], [1, 5], [2, 6], [3, 7]], mesh) == "X"
-    assert C.axis_of_groups([[4, 5, 6, 7], [0, 1, 2, 3]], mesh) == "Y"
-    assert C.axis_of_groups([list(range(8))], mesh) == "X+Y"
-    assert C.axis_of_groups([[0, 1], [2, 3], [4, 5], [6, 7]], mesh) == "?"
+    assert collectives.axis_of_groups([[0, 4], [1, 5], [2, 6], [3, 7]], mesh) == "X"
+    assert collectives.axis_of_groups([[4, 5, 6, 7], [0, 1, 2, 3]], mesh) == "Y"
+    assert collectives.axis_of_groups([list(range(8))], mesh) == "X+Y"
+    assert collectives.axis_of_groups([[0, 1], [2, 3], [4, 5], [6, 7]], mesh) == "?"

@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardlab import cost, ring
-from shardlab import reference as ref
+from shardlab import cost, reference, ring
 from shardlab.ring import Ring, Torus
 from shardlab.torus import Schedule
 
@@ -108,11 +107,13 @@ def test_results_equal_reference(t, rows, cols, concurrent, seed):
     def same(a, b):
         return len(a) == len(b) and all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a, b))
 
-    assert same(ring.all_gather(topo, blocks, axis=1, concurrent=concurrent).final, ref.all_gather(blocks, axis=1))
-    assert same(ring.reduce_scatter(topo, blocks, concurrent=concurrent).final, ref.reduce_scatter(blocks))
-    assert same(ring.all_reduce(topo, blocks, concurrent=concurrent).final, ref.all_reduce(blocks))
+    assert same(
+        ring.all_gather(topo, blocks, axis=1, concurrent=concurrent).final, reference.all_gather(blocks, axis=1)
+    )
+    assert same(ring.reduce_scatter(topo, blocks, concurrent=concurrent).final, reference.reduce_scatter(blocks))
+    assert same(ring.all_reduce(topo, blocks, concurrent=concurrent).final, reference.all_reduce(blocks))
     a2a = ring.all_to_all(topo, blocks, split_axis=0, concat_axis=1)
-    assert same(a2a.final, ref.all_to_all(blocks, split_axis=0, concat_axis=1))
+    assert same(a2a.final, reference.all_to_all(blocks, split_axis=0, concat_axis=1))
     # 数组搬运得到的链路字节 = 只用字节数计数的结果
     v = float(blocks[0].nbytes)
     assert np.allclose(a2a.link_bytes, ring.count("all_to_all", topo, v * n).link_bytes)

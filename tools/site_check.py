@@ -220,8 +220,8 @@ async () => {
       html.dataset.theme = mode;
       const ref = getComputedStyle(body);
       for (const cap of caps) {
-        for (const el of [cap, ...cap.querySelectorAll("p, span:not(.caption-number):not(.math):not([class^=mjx])")]) {
-          if (el.closest("mjx-container")) continue;
+        // 图注本身、段落和 caption-text 决定继承下去的字重与颜色（<strong>、<code> 里有意不同的不算）
+        for (const el of [cap, ...cap.querySelectorAll(":scope > p, span.caption-text")]) {
           const s = getComputedStyle(el);
           if (s.fontWeight !== ref.fontWeight || s.color !== ref.color) {
             out.push(`${mode}: ${el.tagName.toLowerCase()}.${el.className || ""} 字重 ${s.fontWeight}、颜色 ${s.color}` +
@@ -273,6 +273,10 @@ async () => {
     exercises: document.querySelectorAll(".exercise, .solution").length,
     players: document.querySelectorAll(".shardlab-player").length,
     captions: captionStyles(article),
+    // 锚点落在顶栏下面：节和图的 scroll-margin-top 不小于顶栏的高度
+    anchorMargin: Array.from(article.querySelectorAll("section[id], figure[id]")).slice(0, 3)
+        .map(e => parseFloat(getComputedStyle(e).scrollMarginTop) || 0),
+    headerHeight: (document.querySelector("header.bd-header") || {offsetHeight: 0}).offsetHeight,
   };
 }
 """
@@ -359,7 +363,7 @@ def check_site(
     pdf_page: str | None = None,
     pdf_out: Path | None = None,
     search_terms: dict[str, str] | None = None,
-    mobile: bool = False,
+    mobile: bool | list[str] = False,
 ) -> SiteReport:
     """打开 pages（不带 .html）里的每一页并检查；返回全部发现（不抛出断言）"""
     from playwright.sync_api import sync_playwright
@@ -442,7 +446,8 @@ def check_site(
                 mctx.route("**/*", route)
                 mpage = mctx.new_page()
                 try:
-                    for r in results:
+                    on_phone = set(pages) if mobile is True else set(mobile)
+                    for r in (r for r in results if r.page in on_phone):
                         current["page"] = f"{r.page}（手机）"
                         shot = (screenshots / "mobile" / f"{r.page}.png") if screenshots is not None else None
                         report.mobile_figures += _check_mobile(mpage, r, site, shot)
@@ -607,6 +612,9 @@ def _judge_page(result: PageResult, info: dict, notebook: bool, exercise: bool, 
         p.add("math", f"MathJax 报 TeX 错误：{info['merror'][:5]}")
     if info["raw"]:
         p.add("math", f"正文里残留 TeX 定界符：{info['raw'][:5]}")
+    short = [m for m in info.get("anchorMargin", []) if m < info.get("headerHeight", 0)]
+    if short:
+        p.add("link", f"锚点会落在顶栏下面：scroll-margin-top {short[0]:.0f} px < 顶栏 {info['headerHeight']} px")
     for problem in info.get("captions", [])[:5]:
         p.add("caption", f"图注的样式与正文不同：{problem}")
     for img in info["images"]:
