@@ -15,7 +15,7 @@ export XLA_FLAGS ?= --xla_force_host_platform_device_count=8
 export JUPYTER_PATH := $(CURDIR)/$(VENV)/share/jupyter
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help venv book test test-fast test-site mathjax bench sync check-sync coverage lint test-compat clean grade assign
+.PHONY: help venv book test test-fast test-site mathjax bench sync check-sync coverage lint test-compat clean grade assign exercises
 
 help:
 	@echo "make book         建环境（首次）并从头构建网站，执行全部笔记本"

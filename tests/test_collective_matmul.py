@@ -12,9 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jax.sharding import PartitionSpec as P
 
-from shardlab import collective_matmul as CM
-from shardlab import collectives as C
-from shardlab import runtime
+from shardlab import collective_matmul, collectives, runtime
 
 runtime.setup("cpu")  # conftest 已调用；重复调用是幂等的
 
@@ -44,21 +42,21 @@ def operands(seed=0, dtype=np.float32, high=5):
 
 
 def placed(op, mesh, axis, a, w):
-    a_spec, w_spec, _ = CM.layout(op, mesh, axis)
+    a_spec, w_spec, _ = collective_matmul.layout(op, mesh, axis)
     return runtime.put(a, mesh, a_spec), runtime.put(w, mesh, w_spec)
 
 
 # ---- 结果等于 jnp.dot ----
 
 FUNCTIONS = {
-    "allgather_naive": CM.allgather_matmul_naive,
-    "allgather": CM.allgather_matmul,
-    "allgather_bidi": functools.partial(CM.allgather_matmul, bidirectional=True),
-    "reducescatter_naive": CM.matmul_reducescatter_naive,
-    "reducescatter": CM.matmul_reducescatter,
-    "reducescatter_bidi": functools.partial(CM.matmul_reducescatter, bidirectional=True),
-    "allreduce_naive": functools.partial(CM.matmul_allreduce, chunked=False),
-    "allreduce_chunked": CM.matmul_allreduce,
+    "allgather_naive": collective_matmul.allgather_matmul_naive,
+    "allgather": collective_matmul.allgather_matmul,
+    "allgather_bidi": functools.partial(collective_matmul.allgather_matmul, bidirectional=True),
+    "reducescatter_naive": collective_matmul.matmul_reducescatter_naive,
+    "reducescatter": collective_matmul.matmul_reducescatter,
+    "reducescatter_bidi": functools.partial(collective_matmul.matmul_reducescatter, bidirectional=True),
+    "allreduce_naive": functools.partial(collective_matmul.matmul_allreduce, chunked=False),
+    "allreduce_chunked": collective_matmul.matmul_allreduce,
 }
 
 
@@ -71,18 +69,22 @@ def test_equals_dot(case, name):
     # 输出 C[B_X, F_Y]：每台设备一块 f32[B/(网格其他轴), F/n]；AllReduce 版的 F 不切分
     n = mesh.shape[axis]
     if name.startswith("allreduce"):
-        assert got.sharding.spec == CM.layout("matmul_allreduce_naive", mesh, axis)[2]
-        assert C.per_device(got)[0].shape == (B * n // mesh.size, F)
+        assert got.sharding.spec == collective_matmul.layout("matmul_allreduce_naive", mesh, axis)[2]
+        assert collectives.per_device(got)[0].shape == (B * n // mesh.size, F)
     else:
-        assert got.sharding.spec == CM.layout("allgather_matmul", mesh, axis)[2]
-        assert C.per_device(got)[0].shape == (B * n // mesh.size, F // n)
+        assert got.sharding.spec == collective_matmul.layout("allgather_matmul", mesh, axis)[2]
+        assert collectives.per_device(got)[0].shape == (B * n // mesh.size, F // n)
 
 
 def test_book_layout_on_2x4():
     mesh = mesh_of((2, 4), ("X", "Y"))
-    assert CM.layout("allgather_matmul", mesh, "Y") == (P("X", "Y"), P(None, "Y"), P("X", "Y"))
-    assert CM.layout("matmul_reducescatter_bidi", mesh, "Y") == (P("X", "Y"), P("Y", None), P("X", "Y"))
-    assert CM.layout("allgather_matmul", mesh_of((8,), ("X",)), "X") == (P(None, "X"), P(None, "X"), P(None, "X"))
+    assert collective_matmul.layout("allgather_matmul", mesh, "Y") == (P("X", "Y"), P(None, "Y"), P("X", "Y"))
+    assert collective_matmul.layout("matmul_reducescatter_bidi", mesh, "Y") == (P("X", "Y"), P("Y", None), P("X", "Y"))
+    assert collective_matmul.layout("allgather_matmul", mesh_of((8,), ("X",)), "X") == (
+        P(None, "X"),
+        P(None, "X"),
+        P(None, "X"),
+    )
 
 
 def test_bfloat16_small_integers_exact():
@@ -91,28 +93,32 @@ def test_bfloat16_small_integers_exact():
     a, w = operands(seed=1, dtype=jnp.bfloat16, high=2)
     want = np.asarray(jnp.dot(a, w), np.float32)
     for bidirectional in (False, True):
-        got = CM.allgather_matmul(a, w, mesh, "Y", bidirectional=bidirectional)
+        got = collective_matmul.allgather_matmul(a, w, mesh, "Y", bidirectional=bidirectional)
         assert got.dtype == jnp.bfloat16
         np.testing.assert_array_equal(np.asarray(got, np.float32), want)
-        got = CM.matmul_reducescatter(a, w, mesh, "Y", bidirectional=bidirectional)
+        got = collective_matmul.matmul_reducescatter(a, w, mesh, "Y", bidirectional=bidirectional)
         np.testing.assert_array_equal(np.asarray(got, np.float32), want)
 
 
 def test_validation_and_cache():
     mesh = mesh_of((2, 4), ("X", "Y"))
     with pytest.raises(ValueError, match="未知的集合矩阵乘法"):
-        CM.build("allreduce_matmul", mesh, "Y")
+        collective_matmul.build("allreduce_matmul", mesh, "Y")
     with pytest.raises(ValueError, match="没有轴"):
-        CM.build("allgather_matmul", mesh, "Z")
+        collective_matmul.build("allgather_matmul", mesh, "Z")
     a, w = np.ones((4, 12), np.float32), np.ones((12, 4), np.float32)  # D/4 = 3、F/4 = 1 是奇数
     with pytest.raises(ValueError, match="D = 12"):
-        CM.allgather_matmul(a, w, mesh, "Y", bidirectional=True)
+        collective_matmul.allgather_matmul(a, w, mesh, "Y", bidirectional=True)
     with pytest.raises(ValueError, match="F = 4"):
-        CM.matmul_reducescatter(a[:, :4], w[:4], mesh, "Y", bidirectional=True)
+        collective_matmul.matmul_reducescatter(a[:, :4], w[:4], mesh, "Y", bidirectional=True)
     with pytest.raises(ValueError, match="必须能被 n 整除"):
-        CM.matmul_allreduce(np.ones((6, 8), np.float32), np.ones((8, 4), np.float32), mesh, "Y")
-    assert CM.build("allgather_matmul", mesh, "Y") is CM.build("allgather_matmul", mesh, "Y")
-    assert CM.build("allgather_matmul", mesh, "Y") is not CM.build("allgather_matmul", mesh_of((8,), ("X",)), "X")
+        collective_matmul.matmul_allreduce(np.ones((6, 8), np.float32), np.ones((8, 4), np.float32), mesh, "Y")
+    assert collective_matmul.build("allgather_matmul", mesh, "Y") is collective_matmul.build(
+        "allgather_matmul", mesh, "Y"
+    )
+    assert collective_matmul.build("allgather_matmul", mesh, "Y") is not collective_matmul.build(
+        "allgather_matmul", mesh_of((8,), ("X",)), "X"
+    )
 
 
 # ---- HLO：朴素版只有 AllGather / ReduceScatter，重叠版只有 collective-permute ----
@@ -133,11 +139,13 @@ def expected_hlo(op, n):
     }[op]
 
 
-@pytest.mark.parametrize("op", list(CM.MATMUL_OPS))
+@pytest.mark.parametrize("op", list(collective_matmul.MATMUL_OPS))
 def test_hlo_collectives(case, op):
     mesh, axis = case
     n = mesh.shape[axis]
-    counts = C.hlo_collective_counts(CM.build(op, mesh, axis), *placed(op, mesh, axis, *operands()))
+    counts = collectives.hlo_collective_counts(
+        collective_matmul.build(op, mesh, axis), *placed(op, mesh, axis, *operands())
+    )
     assert dict(counts) == expected_hlo(op, n)
 
 
@@ -146,7 +154,7 @@ def test_chunked_allreduce_is_combined_into_one_tuple(case):
     mesh, axis = case
     n = mesh.shape[axis]
     op = "matmul_allreduce_chunked"
-    text = C.compiled_hlo_text(CM.build(op, mesh, axis), *placed(op, mesh, axis, *operands()))
+    text = collectives.compiled_hlo_text(collective_matmul.build(op, mesh, axis), *placed(op, mesh, axis, *operands()))
     (line,) = [x for x in text.splitlines() if re.search(r"= \(.*\) all-reduce\(", x)]
     assert line.split(") all-reduce(")[0].count("f32[") == n
 
@@ -155,21 +163,34 @@ def test_book_case_counts():
     # 书里的例子：网格 (2, 4)，沿 'Y'（n = 4）：朴素版 1 条 all-gather；单向环 3 条 permute，双向环 6 条
     mesh = mesh_of((2, 4), ("X", "Y"))
     args = placed("allgather_matmul", mesh, "Y", *operands())
-    assert C.hlo_collectives(CM.build("allgather_matmul_naive", mesh, "Y"), *args) == ["all-gather"]
-    assert C.hlo_collectives(CM.build("allgather_matmul", mesh, "Y"), *args) == ["collective-permute"] * 3
-    assert C.hlo_collectives(CM.build("allgather_matmul_bidi", mesh, "Y"), *args) == ["collective-permute"] * 6
+    assert collectives.hlo_collectives(collective_matmul.build("allgather_matmul_naive", mesh, "Y"), *args) == [
+        "all-gather"
+    ]
+    assert (
+        collectives.hlo_collectives(collective_matmul.build("allgather_matmul", mesh, "Y"), *args)
+        == ["collective-permute"] * 3
+    )
+    assert (
+        collectives.hlo_collectives(collective_matmul.build("allgather_matmul_bidi", mesh, "Y"), *args)
+        == ["collective-permute"] * 6
+    )
 
 
 def ring_pairs(mesh, axis, shift):
     """沿 axis 的每组设备上整体移位 shift 的全局 (源, 目的) 设备对"""
     n = mesh.shape[axis]
-    return {(g[i], g[(i + shift) % n]) for g in C.axis_groups(mesh, axis) for i in range(n)}
+    return {(g[i], g[(i + shift) % n]) for g in collectives.axis_groups(mesh, axis) for i in range(n)}
 
 
 @pytest.mark.parametrize("op", ["allgather_matmul", "matmul_reducescatter", "allgather_matmul_bidi"])
 def test_permute_directions(op):
     mesh = mesh_of((2, 4), ("X", "Y"))
-    pairs = [set(p) for p in C.hlo_permute_pairs(CM.build(op, mesh, "Y"), *placed(op, mesh, "Y", *operands()))]
+    pairs = [
+        set(p)
+        for p in collectives.hlo_permute_pairs(
+            collective_matmul.build(op, mesh, "Y"), *placed(op, mesh, "Y", *operands())
+        )
+    ]
     clockwise, counter = ring_pairs(mesh, "Y", +1), ring_pairs(mesh, "Y", -1)
     if op.endswith("bidi"):
         assert sorted(p == clockwise for p in pairs) == [False] * 3 + [True] * 3
@@ -182,7 +203,7 @@ def test_permute_directions(op):
 
 
 def test_step_schedule_oneway_allgather():
-    sched = CM.step_schedule(4)
+    sched = collective_matmul.step_schedule(4)
     assert [s["compute"] for s in sched] == [[(0, "all")], [(3, "all")], [(2, "all")], [(1, "all")]]
     assert sched[0]["send"] == [(0, "all", 1)]
     assert sched[-1]["send"] == []
@@ -190,17 +211,17 @@ def test_step_schedule_oneway_allgather():
 
 def test_step_schedule_reducescatter_ends_at_home():
     for device in range(4):
-        sched = CM.step_schedule(4, kind="reducescatter", device=device)
+        sched = collective_matmul.step_schedule(4, kind="reducescatter", device=device)
         assert sched[-1]["compute"] == [(device, "all")]  # 最后一步累加器回到终点
         assert sched[0]["send"] == [((device - 1) % 4, "all", (device + 1) % 4)]
-    bidi = CM.step_schedule(4, bidirectional=True, kind="reducescatter", device=2)
+    bidi = collective_matmul.step_schedule(4, bidirectional=True, kind="reducescatter", device=2)
     assert bidi[-1]["compute"] == [(2, "lo"), (2, "hi")]
     assert bidi[0]["send"] == [(1, "lo", 3), (3, "hi", 1)]
 
 
 @given(n=st.integers(1, 12), bidirectional=st.booleans(), kind=st.sampled_from(["allgather", "reducescatter"]))
 def test_step_schedule_is_a_consistent_ring(n, bidirectional, kind):
-    scheds = [CM.step_schedule(n, bidirectional, kind, device=j) for j in range(n)]
+    scheds = [collective_matmul.step_schedule(n, bidirectional, kind, device=j) for j in range(n)]
     parts = ("lo", "hi") if bidirectional else ("all",)
     for j, sched in enumerate(scheds):
         assert [s["step"] for s in sched] == list(range(n))
@@ -217,15 +238,15 @@ def test_step_schedule_is_a_consistent_ring(n, bidirectional, kind):
 
 def test_step_schedule_validation():
     with pytest.raises(ValueError, match="正整数"):
-        CM.step_schedule(0)
+        collective_matmul.step_schedule(0)
     with pytest.raises(ValueError, match="kind"):
-        CM.step_schedule(4, kind="allreduce")
+        collective_matmul.step_schedule(4, kind="allreduce")
 
 
 def test_bidirectional_needs_wraparound():
     """线上（无回绕）的双向调度：最忙的有向链路每步仍有 2 个半块 = 1 整块，与单向环一样"""
     for n in (3, 4, 8):
-        assert CM.line_link_load(n, bidirectional=True) == 2  # 半块 × 2
-        assert CM.line_link_load(n, bidirectional=False) == 1  # 整块 × 1
+        assert collective_matmul.line_link_load(n, bidirectional=True) == 2  # 半块 × 2
+        assert collective_matmul.line_link_load(n, bidirectional=False) == 1  # 整块 × 1
     with pytest.raises(ValueError, match="至少要 2 个设备"):
-        CM.line_link_load(1)
+        collective_matmul.line_link_load(1)

@@ -12,9 +12,7 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from shardlab import collectives as C
-from shardlab import megatron as M
-from shardlab import runtime
+from shardlab import collectives, megatron, runtime
 
 runtime.setup("cpu")  # conftest 已调用；重复调用是幂等的
 
@@ -40,7 +38,7 @@ def params(seed=0):
 
 
 def placed(variant, mesh, axis):
-    specs = M.layout(variant, mesh, axis)[:3]
+    specs = megatron.layout(variant, mesh, axis)[:3]
     return tuple(runtime.put(arr, mesh, spec) for arr, spec in zip(params(), specs))
 
 
@@ -53,43 +51,48 @@ def tp_counts(counts: Counter, axis: str) -> dict[str, int]:
 
 
 @pytest.mark.parametrize(("shape", "names", "axis"), TP_ONLY + WITH_DP, ids=IDS + ["dp2-tp4"])
-@pytest.mark.parametrize("variant", M.VARIANTS)
+@pytest.mark.parametrize("variant", megatron.VARIANTS)
 def test_forward_and_grad_match_reference(shape, names, axis, variant):
     mesh = mesh_of(shape, names)
     x, w1, w2 = params()
-    fn = M.mlp_tp if variant == "tp" else M.mlp_tp_sp
+    fn = megatron.mlp_tp if variant == "tp" else megatron.mlp_tp_sp
     y = fn(x, w1, w2, mesh, axis)
-    assert y.sharding.spec == M.layout(variant, mesh, axis)[3]
-    np.testing.assert_allclose(np.asarray(y), np.asarray(M.mlp_reference(x, w1, w2)), rtol=1e-5, atol=1e-5)
-    grads = M.build_grad(variant, mesh, axis)(*placed(variant, mesh, axis))
-    want = jax.grad(M.loss(M.mlp_reference), argnums=(0, 1, 2))(x, w1, w2)
-    for got, ref, spec in zip(grads, want, M.layout(variant, mesh, axis)[:3]):
+    assert y.sharding.spec == megatron.layout(variant, mesh, axis)[3]
+    np.testing.assert_allclose(np.asarray(y), np.asarray(megatron.mlp_reference(x, w1, w2)), rtol=1e-5, atol=1e-5)
+    grads = megatron.build_grad(variant, mesh, axis)(*placed(variant, mesh, axis))
+    want = jax.grad(megatron.loss(megatron.mlp_reference), argnums=(0, 1, 2))(x, w1, w2)
+    for got, ref, spec in zip(grads, want, megatron.layout(variant, mesh, axis)[:3]):
         assert got.sharding.spec == spec  # 权重梯度与权重同样分片
         np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-4, atol=1e-5)
 
 
 def test_layouts():
     mesh = mesh_of((2, 4), ("X", "Y"))
-    assert M.layout("tp", mesh, "Y") == (P("X", None), P(None, "Y"), P("Y", None), P("X", None))
-    assert M.layout("tp_sp", mesh, "Y")[0] == P(("X", "Y"), None)
-    assert M.layout("tp", mesh_of((8,), ("X",)), "X") == (P(None, None), P(None, "X"), P("X", None), P(None, None))
-    assert M.layout("tp_sp", mesh_of((8,), ("X",)), "X")[0] == P("X", None)
+    assert megatron.layout("tp", mesh, "Y") == (P("X", None), P(None, "Y"), P("Y", None), P("X", None))
+    assert megatron.layout("tp_sp", mesh, "Y")[0] == P(("X", "Y"), None)
+    assert megatron.layout("tp", mesh_of((8,), ("X",)), "X") == (
+        P(None, None),
+        P(None, "X"),
+        P("X", None),
+        P(None, None),
+    )
+    assert megatron.layout("tp_sp", mesh_of((8,), ("X",)), "X")[0] == P("X", None)
     with pytest.raises(ValueError, match="未知的变体"):
-        M.build("fsdp", mesh, "Y")
+        megatron.build("fsdp", mesh, "Y")
     with pytest.raises(ValueError, match="没有轴"):
-        M.build_grad("tp", mesh, "Z")
-    assert M.build("tp", mesh, "Y") is M.build("tp", mesh, "Y")
+        megatron.build_grad("tp", mesh, "Z")
+    assert megatron.build("tp", mesh, "Y") is megatron.build("tp", mesh, "Y")
 
 
 # ---- HLO：每个 MLP 块的集合通信 ----
 
 
 @pytest.mark.parametrize(("shape", "names", "axis"), TP_ONLY, ids=IDS)
-@pytest.mark.parametrize("variant", M.VARIANTS)
+@pytest.mark.parametrize("variant", megatron.VARIANTS)
 def test_hlo_counts_equal_table(shape, names, axis, variant):
     mesh = mesh_of(shape, names)
-    counts = M.mlp_collective_counts(variant, mesh, axis, *params())
-    table = M.collectives_per_layer(variant)["mlp"]
+    counts = megatron.mlp_collective_counts(variant, mesh, axis, *params())
+    table = megatron.collectives_per_layer(variant)["mlp"]
     # 一维网格上只有 TP 轴：所有通信都在它上面
     assert all(where == axis for _, where in counts["forward_backward"])
     assert tp_counts(counts["forward"], axis) == table["forward"]
@@ -98,17 +101,17 @@ def test_hlo_counts_equal_table(shape, names, axis, variant):
     assert tp_counts(counts["forward_backward"], axis) == dict(both)
 
 
-@pytest.mark.parametrize("variant", M.VARIANTS)
+@pytest.mark.parametrize("variant", megatron.VARIANTS)
 def test_hlo_counts_with_data_parallel(variant):
     # DP 沿 'X'、TP 沿 'Y'：TP 轴上与表一致；反向另有 1 条沿 'X' 的 all-reduce（dW1、dW2 的 DP 梯度同步，合并成一条）
     mesh = mesh_of((2, 4), ("X", "Y"))
-    counts = M.mlp_collective_counts(variant, mesh, "Y", *params())
-    table = M.collectives_per_layer(variant)["mlp"]
+    counts = megatron.mlp_collective_counts(variant, mesh, "Y", *params())
+    table = megatron.collectives_per_layer(variant)["mlp"]
     assert tp_counts(counts["forward"], "Y") == table["forward"]
     assert tp_counts(counts["backward"], "Y") == table["backward"]
     assert tp_counts(counts["forward"], "X") == {}
     assert tp_counts(counts["backward"], "X") == {"all-reduce": 1}
-    text = C.compiled_hlo_text(M.build_grad(variant, mesh, "Y"), *placed(variant, mesh, "Y"))
+    text = collectives.compiled_hlo_text(megatron.build_grad(variant, mesh, "Y"), *placed(variant, mesh, "Y"))
     dp_line = next(line for line in text.splitlines() if "replica_groups={{0,4},{1,5},{2,6},{3,7}}" in line)
     # 一条 tuple all-reduce：(dW1 块 f32[D, F/4], dW2 块 f32[F/4, D])
     assert re.search(rf"= \(f32\[{D},{F // 4}\]\S*, f32\[{F // 4},{D}\]\S*\) all-reduce\(", dp_line)
@@ -118,35 +121,35 @@ def test_sum_loss_quirk():
     # 文档里记下的现象：用 sum(y) 做损失时，前向的 psum / psum_scatter 被删掉、对全 1 余切的 AllGather 被折叠
     mesh = mesh_of((8,), ("X",))
     for variant, want in (("tp", {"all-reduce": 1}), ("tp_sp", {"all-gather": 1, "reduce-scatter": 1})):
-        fn = M.build(variant, mesh, "X")
+        fn = megatron.build(variant, mesh, "X")
         grad = jax.jit(jax.grad(lambda *a, fn=fn: jnp.sum(fn(*a)), argnums=(0, 1, 2)))
-        assert dict(C.hlo_collective_counts(grad, *placed(variant, mesh, "X"))) == want
+        assert dict(collectives.hlo_collective_counts(grad, *placed(variant, mesh, "X"))) == want
 
 
 # ---- 文档里的表 ----
 
 
 def test_collectives_per_layer():
-    tp, sp = M.collectives_per_layer("tp"), M.collectives_per_layer("tp_sp")
+    tp, sp = megatron.collectives_per_layer("tp"), megatron.collectives_per_layer("tp_sp")
     assert tp["mlp"] == {"forward": {"all-reduce": 1}, "backward": {"all-reduce": 1}}
     # 一个 Transformer 层：前向 2、反向 2，共 4 次 AllReduce（Megatron-LM 论文，Shoeybi et al. 2019，图 4）
     assert tp["layer"] == {"forward": {"all-reduce": 2}, "backward": {"all-reduce": 2}}
     assert sp["layer"]["forward"] == {"all-gather": 2, "reduce-scatter": 2}
     assert sp["layer"]["backward"] == {"all-gather": 2, "reduce-scatter": 2}
     with pytest.raises(ValueError, match="未知的变体"):
-        M.collectives_per_layer("pp")
+        megatron.collectives_per_layer("pp")
 
 
 def test_megatron_lm_regathers_the_sequence_parallel_input():
     """Megatron-LM 的列并行在前向只保存切开的输入，反向为算 dW 再 AllGather 一次
     （NVIDIA/Megatron-LM megatron/core/tensor_parallel/layers.py，
     LinearWithGradAccumulationAndAsyncCommunication.backward）；JAX 的自动微分留着前向收集的结果，不再收集"""
-    lm = M.collectives_per_layer("tp_sp", "megatron-lm")
+    lm = megatron.collectives_per_layer("tp_sp", "megatron-lm")
     assert lm["mlp"]["backward"] == {"all-gather": 2, "reduce-scatter": 1}
     assert lm["layer"]["backward"] == {"all-gather": 4, "reduce-scatter": 2}
-    assert lm["layer"]["forward"] == M.collectives_per_layer("tp_sp")["layer"]["forward"]
-    assert M.collectives_per_layer("tp", "megatron-lm") == M.collectives_per_layer("tp")
+    assert lm["layer"]["forward"] == megatron.collectives_per_layer("tp_sp")["layer"]["forward"]
+    assert megatron.collectives_per_layer("tp", "megatron-lm") == megatron.collectives_per_layer("tp")
     # 书里的 HLO 计数是 JAX 的：反向只有 1 次 AllGather，比 Megatron-LM 少 1 次
-    assert M.collectives_per_layer("tp_sp")["mlp"]["backward"]["all-gather"] == 1
+    assert megatron.collectives_per_layer("tp_sp")["mlp"]["backward"]["all-gather"] == 1
     with pytest.raises(ValueError, match="未知的实现"):
-        M.collectives_per_layer("tp", "deepspeed")
+        megatron.collectives_per_layer("tp", "deepspeed")

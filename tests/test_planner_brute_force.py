@@ -25,7 +25,7 @@ import pytest
 from shardlab import planner
 
 # 原书的芯片规格（REFERENCE §2）：bf16 FLOP/s、每条链路单方向带宽（B/s）
-CHIPS = {"v5p": (4.59e14, 9.0e10), "v5e": (1.97e14, 4.5e10), "v4p": (2.75e14, 4.5e10)}
+CHIPS = {"v5p": (4.59e14, 9.0e10), "v5e": (1.97e14, 4.5e10), "v4p": (2.75e14, 4.5e10), "v6e": (9.20e14, 9.0e10)}
 
 # (芯片, 切片形状, 轴长 N, 有没有 wraparound)：v5e 只有长度 16 的轴回绕；v4p/v5p 的整立方体每条轴都回绕
 AXES = [
@@ -34,6 +34,8 @@ AXES = [
     ("v5e", (16, 16), 16, True),
     ("v5e", (4, 4), 4, False),
     ("v5e", (8, 8), 8, False),
+    ("v6e", (16, 16), 16, True),
+    ("v4p", (2, 4, 4), 2, False),  # 不是整立方体：长度 2 的轴是线
 ]
 
 SHAPES = [

@@ -7,8 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.sharding import PartitionSpec as P
 
-from shardlab import runtime
-from shardlab import sharding as S
+from shardlab import runtime, sharding
 from shardlab.sharding import ShardedSpec, ShardingError, parse
 
 runtime.setup("cpu")
@@ -84,7 +83,7 @@ def test_constructor_errors():
     with pytest.raises(ShardingError, match="字符串"):
         parse(42)
     assert parse(parse("A[I]")) == parse("A[I]")
-    assert S.as_spec("A[I_X]") == parse("A[I_X]")
+    assert sharding.as_spec("A[I_X]") == parse("A[I_X]")
 
 
 # ---- hypothesis：记号的往返 ----
@@ -135,7 +134,7 @@ def test_partition_spec_round_trip(spec):
     spec = spec.with_unreduced(())
     pspec = runtime.to_partition_spec(spec)
     assert len(pspec) == spec.ndim
-    assert S.from_partition_spec(pspec, spec.dim_names, spec.name) == spec
+    assert sharding.from_partition_spec(pspec, spec.dim_names, spec.name) == spec
 
 
 # ---- PartitionSpec ----
@@ -146,19 +145,19 @@ def test_partition_spec_examples():
     assert runtime.to_partition_spec("A[I, J_Y]") == P(None, "Y")
     assert runtime.to_partition_spec("A[I_XY, J]") == P(("X", "Y"), None)
     assert runtime.to_partition_spec("A[I, J]") == P(None, None)
-    assert str(S.from_partition_spec(P("X", None))) == "A[I_X, J]"
-    assert str(S.from_partition_spec(P(("X", "Y"), "Z"), name="W")) == "W[I_XY, J_Z]"
-    assert str(S.from_partition_spec(P(["X"]), ("B", "D"), "X")) == "X[B_X, D]"
+    assert str(sharding.from_partition_spec(P("X", None))) == "A[I_X, J]"
+    assert str(sharding.from_partition_spec(P(("X", "Y"), "Z"), name="W")) == "W[I_XY, J_Z]"
+    assert str(sharding.from_partition_spec(P(["X"]), ("B", "D"), "X")) == "X[B_X, D]"
     # P 比维度短：多出的维度不切分
-    assert str(S.from_partition_spec(P("X"), ("I", "J", "K"))) == "A[I_X, J, K]"
+    assert str(sharding.from_partition_spec(P("X"), ("I", "J", "K"))) == "A[I_X, J, K]"
     with pytest.raises(ShardingError, match="unreduced"):
         runtime.to_partition_spec("C[I, K]{U_X}")
     with pytest.raises(ShardingError, match="多于维度名"):
-        S.from_partition_spec(P("X", None), ("I",))
+        sharding.from_partition_spec(P("X", None), ("I",))
     with pytest.raises(ShardingError, match="12 维"):
-        S.from_partition_spec(P(*([None] * 13)))
+        sharding.from_partition_spec(P(*([None] * 13)))
     with pytest.raises(ShardingError, match="不是 None"):
-        S.from_partition_spec([3])
+        sharding.from_partition_spec([3])
 
 
 # ---- 网格上的检查与大小 ----
@@ -167,11 +166,11 @@ def test_partition_spec_examples():
 def test_pop_quiz_int8_on_32_devices():
     """第 6 章 pop quiz：int8[128, 2048] 按 A[I_XY, J] 放在 {X:2, Y:8, Z:2} 上"""
     mesh = {"X": 2, "Y": 8, "Z": 2}
-    assert S.local_shape("A[I_XY, J]", (128, 2048), mesh) == (8, 2048)
-    assert S.bytes_per_device("A[I_XY, J]", (128, 2048), mesh, "int8") == 16_384
-    assert S.total_bytes("A[I_XY, J]", (128, 2048), mesh, "int8") == 512 * 1024
-    assert S.replication_factor("A[I_XY, J]", mesh) == 2
-    assert S.num_shards("A[I_XY, J]", mesh) == 16
+    assert sharding.local_shape("A[I_XY, J]", (128, 2048), mesh) == (8, 2048)
+    assert sharding.bytes_per_device("A[I_XY, J]", (128, 2048), mesh, "int8") == 16_384
+    assert sharding.total_bytes("A[I_XY, J]", (128, 2048), mesh, "int8") == 512 * 1024
+    assert sharding.replication_factor("A[I_XY, J]", mesh) == 2
+    assert sharding.num_shards("A[I_XY, J]", mesh) == 16
 
 
 def test_chapter5_problem4_replication_ratio():
@@ -179,25 +178,25 @@ def test_chapter5_problem4_replication_ratio():
     mesh = {"X": 4, "Y": 8, "Z": 2}
     shape = {"I": 64, "J": 32, "K": 16}
     one_copy = 64 * 32 * 16 * 2
-    assert S.total_bytes("A[I_X, J, K]", shape, mesh) / one_copy == 16
-    assert S.replication_factor("A[I_X, J, K]", mesh) == 16
+    assert sharding.total_bytes("A[I_X, J, K]", shape, mesh) / one_copy == 16
+    assert sharding.replication_factor("A[I_X, J, K]", mesh) == 16
 
 
 def test_sizes_on_jax_mesh_and_dtypes():
     mesh = runtime.make_mesh((2, 4), ("X", "Y"))
-    assert S.mesh_sizes(mesh) == {"X": 2, "Y": 4}
-    assert S.local_shape("A[I_X, J_Y]", (8, 8), mesh) == (4, 2)
-    assert S.bytes_per_device("A[I_X, J_Y]", (8, 8), mesh, "fp32") == 32
-    assert S.bytes_per_device("A[I_X, J_Y]", (8, 8), mesh, "float32") == 32
-    assert S.bytes_per_device("A[I_X, J_Y]", (8, 8), mesh, "float16") == 16
-    assert S.bytes_per_device("A[I_X, J_Y]", (8, 8), mesh, "int8") == 8
+    assert sharding.mesh_sizes(mesh) == {"X": 2, "Y": 4}
+    assert sharding.local_shape("A[I_X, J_Y]", (8, 8), mesh) == (4, 2)
+    assert sharding.bytes_per_device("A[I_X, J_Y]", (8, 8), mesh, "fp32") == 32
+    assert sharding.bytes_per_device("A[I_X, J_Y]", (8, 8), mesh, "float32") == 32
+    assert sharding.bytes_per_device("A[I_X, J_Y]", (8, 8), mesh, "float16") == 16
+    assert sharding.bytes_per_device("A[I_X, J_Y]", (8, 8), mesh, "int8") == 8
     # 未规约轴不切分：复制因子里算上它
-    assert S.replication_factor("C[I_X, K]{U_Y}", mesh) == 4
-    assert S.shape_of("A[I, J]", {"I": 3, "J": 5, "K": 7}) == (3, 5)
+    assert sharding.replication_factor("C[I_X, K]{U_Y}", mesh) == 4
+    assert sharding.shape_of("A[I, J]", {"I": 3, "J": 5, "K": 7}) == (3, 5)
     with pytest.raises(ShardingError, match="数据类型"):
-        S.bytes_per_device("A[I]", (8,), mesh, "nonsense")
+        sharding.bytes_per_device("A[I]", (8,), mesh, "nonsense")
     with pytest.raises(ShardingError, match="8 字节"):
-        S.bytes_per_device("A[I]", (8,), mesh, "float64")
+        sharding.bytes_per_device("A[I]", (8,), mesh, "float64")
 
 
 @pytest.mark.parametrize(
@@ -214,11 +213,11 @@ def test_sizes_on_jax_mesh_and_dtypes():
 )
 def test_validate_errors(spec, shape, match):
     with pytest.raises(ShardingError, match=match):
-        S.validate(spec, {"X": 2, "Y": 4}, shape)
+        sharding.validate(spec, {"X": 2, "Y": 4}, shape)
 
 
 def test_mesh_errors():
     with pytest.raises(ShardingError, match="映射"):
-        S.mesh_sizes([2, 4])
+        sharding.mesh_sizes([2, 4])
     with pytest.raises(ShardingError, match="正整数"):
-        S.mesh_sizes({"X": 0})
+        sharding.mesh_sizes({"X": 0})

@@ -18,25 +18,8 @@ from shardlab import answers, check, problems
 
 TOL = 0.02  # 与 check._slip_hints 的容差相同
 
-# 第 6 章已知的问题：(答案 id, 失误序号) → 原因
-_TWIN = "与另一条失误给出同一个错误值（×0.5），学生无法区分：应合并成一条提示"
-_ZERO = "正确答案是 0（不需要通信），按比例的失误给出的也是 0，这条提示永远不会出现"
-CH06_KNOWN: dict[tuple[str, int], str] = {
-    ("ch06-p2a", 1): "bf16 乘两次 " + _TWIN.replace("×0.5", "×2") + "（第 5 章问题 1 用 answers._merge 合并了）",
-    ("ch06-p2a", 2): "单向带宽 " + _TWIN.replace("×0.5", "×2"),
-    ("ch06-p2b", 1): "bf16 乘两次 " + _TWIN.replace("×0.5", "×2"),
-    ("ch06-p2b", 2): "单向带宽 " + _TWIN.replace("×0.5", "×2"),
-    ("ch06-p2b", 3): "只用一条轴 " + _TWIN.replace("×0.5", "×2"),
-    ("ch06-p2c", 0): "bf16 " + _TWIN,
-    ("ch06-p2c", 1): "bf16 乘两次 " + _TWIN.replace("×0.5", "×2"),
-    ("ch06-p2c", 2): "单向带宽 " + _TWIN.replace("×0.5", "×2"),
-    ("ch06-p2c", 3): "AllReduce 是 AllGather 的 2 倍 " + _TWIN,
-    ("ch06-p8c-bytes", 0): _ZERO,
-    ("ch06-p8c-bytes", 1): _ZERO,
-    ("ch06-p8c-time", 0): _ZERO,
-    ("ch06-p8c-time", 1): _ZERO,
-    ("ch06-p8c-time", 2): _ZERO,
-}
+# 第 6 章已知的问题：(答案 id, 失误序号) → 原因（现在没有）
+CH06_KNOWN: dict[tuple[str, int], str] = {}
 
 
 def _cases():
