@@ -26,7 +26,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from shardlab import answers, roster, variants
+from shardlab import answers, problems, roster, variants
 from shardlab.grade import inject, judge, personal
 from shardlab.grade import status as st
 from shardlab.grade.course import Course, CourseError
@@ -82,6 +82,9 @@ def build_zip(course: Course, secret_file: Path, out: Path, roster_file: Path | 
         files[f"exercises/ch{ch:02d}_exercises.ipynb"] = course.exercise(ch).read_bytes()
     if roster_file:
         files["key/roster.csv"] = Path(roster_file).read_bytes()
+        # 每个学生的参数先算好（抽参数要几十毫秒一个人），容器里只读
+        known = {s.id: {a: variants.for_student(secret, a, s.id) for a in problems.ASSIGNMENTS} for s in students}
+        files["key/variants.json"] = json.dumps(known, ensure_ascii=False, sort_keys=True).encode()
     for path in sorted(PACKAGE.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             files[f"lib/shardlab/{path.relative_to(PACKAGE).as_posix()}"] = path.read_bytes()
@@ -155,7 +158,9 @@ def run(root: Path) -> dict:
     notebooks = sorted(p for p in (root / "submission").rglob("*") if p.is_file() and p.name.lower().endswith(".ipynb"))
     if not notebooks:
         return _fail(root, f"提交里没有 .ipynb 笔记本：请上传你的 {what}")
-    key = personal.PersonalKey.build(read_key(source / "key" / "answer_key.json"), students, secret)
+    known_path = source / "key" / "variants.json"
+    known = json.loads(known_path.read_text(encoding="utf-8")) if known_path.exists() else None
+    key = personal.PersonalKey.build(read_key(source / "key" / "answer_key.json"), students, secret, known)
     seed = personal.hidden_seed(secret)
     inputs = judge.hidden_inputs(seed)
     orders = {ch: inject.exercise_order(source / "exercises" / f"ch{ch:02d}_exercises.ipynb", ch) for ch in chapters}
