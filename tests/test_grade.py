@@ -268,7 +268,9 @@ def test_fork_bomb_is_contained(batch):
     res = batch["res"]["fork_bomb"]
     st = statuses(res)
     assert st["ch05-p3-fn"] == "correct"
-    assert st["ch05-p4"] in ("timeout", "kernel-died")
+    # 炸弹所在的单元超时；之后内核是被拖死（timeout / kernel-died）还是活下来照常评分（correct），取决于机器的负载
+    assert any("超时" in e["summary"] for e in res["errors"]) or st["ch05-p4"] in ("timeout", "kernel-died")
+    assert st["ch05-p4"] in ("timeout", "kernel-died", "correct") and res["max_points"] == len(ch05_ids())
     assert not _sandboxes(batch["out"])  # 沙箱的进程全都结束了
 
 
