@@ -14,6 +14,41 @@ from shardlab import runtime  # noqa: E402
 
 RT = runtime.setup("cpu")
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tools import site_check  # noqa: E402
+
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """浏览器测试用的 Chromium：本地没有时跳过并说明原因，CI 里没有时失败"""
+    path = site_check.find_chromium()
+    reason = None
+    if path is None:
+        reason = "没有找到 Chromium（Debian：apt-get install chromium；或设 CHROMIUM=/路径）"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            reason = "没有安装 playwright（在 requirements.txt 里；运行 make venv）"
+    if reason:
+        if IN_CI:
+            pytest.fail(f"CI 必须运行浏览器测试：{reason}")
+        pytest.skip(f"跳过浏览器测试：{reason}")
+    return path
+
+
+@pytest.fixture(scope="module")
+def site(request) -> Path:
+    """要检查的网站：SHARDLAB_SITE（make test-site 构建的 _build/html），否则是共享的从零构建 built_site"""
+    given = os.environ.get("SHARDLAB_SITE")
+    if given:
+        path = Path(given)
+        assert (path / "index.html").exists(), f"SHARDLAB_SITE={given} 里没有构建好的网站"
+        return path
+    return request.getfixturevalue("built_site")
 
 
 @pytest.fixture(scope="session")

@@ -29,7 +29,6 @@ sys.path.insert(0, str(ROOT))
 
 from tools import site_check  # noqa: E402
 
-IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 SCREENSHOTS = Path(os.environ.get("SHARDLAB_SCREENSHOTS", ROOT / "_build" / "screenshots"))
 PAGES = site_check.toc_pages()
 NOTEBOOK_PAGES = [p for p in PAGES if site_check.is_notebook_page(p)]
@@ -54,36 +53,8 @@ SEARCH_TERMS = {
 slow = pytest.mark.slow  # 需要构建网站或浏览器的测试；make test-fast 跳过
 
 
-def _chromium_or_skip() -> str:
-    chromium = site_check.find_chromium()
-    reason = None
-    if chromium is None:
-        reason = "没有找到 Chromium（Debian：apt-get install chromium；或设 CHROMIUM=/路径）"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            reason = "没有安装 playwright（在 requirements.txt 里；运行 make venv）"
-    if reason:
-        if IN_CI:
-            pytest.fail(f"CI 必须运行浏览器测试：{reason}")
-        pytest.skip(f"跳过浏览器测试：{reason}")
-    return chromium
-
-
 @pytest.fixture(scope="module")
-def site(request) -> Path:
-    given = os.environ.get("SHARDLAB_SITE")
-    if given:
-        path = Path(given)
-        assert (path / "index.html").exists(), f"SHARDLAB_SITE={given} 里没有构建好的网站"
-        return path
-    return request.getfixturevalue("built_site")
-
-
-@pytest.fixture(scope="module")
-def report(site):
-    chromium = _chromium_or_skip()
+def report(site, chromium):
     return site_check.check_site(
         site,
         PAGES,
@@ -266,9 +237,8 @@ def test_a_chapter_prints_to_a_clean_pdf(report):
 
 
 @slow
-def test_checker_reports_every_kind_of_problem(tmp_path):
+def test_checker_reports_every_kind_of_problem(tmp_path, chromium):
     """一个故意写坏的小网站：每一类问题都要被报告出来"""
-    chromium = _chromium_or_skip()
     repo = tmp_path / "repo"
     (repo / "book").mkdir(parents=True)
     (repo / "_config.yml").write_text("repository:\n  url: https://github.com/o/r\n  branch: main\n", encoding="utf-8")

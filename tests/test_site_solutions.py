@@ -3,7 +3,6 @@
 网站来自 SHARDLAB_SITE（make test-site 构建的 _build/html）或 conftest.py 的 built_site；没有 Chromium 时跳过（CI 里失败）。
 """
 
-import os
 import sys
 from pathlib import Path
 from urllib.parse import urlparse
@@ -15,7 +14,6 @@ sys.path.insert(0, str(ROOT))
 
 from tools import make_exercises, site_check  # noqa: E402
 
-IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 SOLUTION_PAGES = [p for p in site_check.toc_pages() if p.startswith("solutions/")]
 EXERCISE_PAGES = [p for p in site_check.toc_pages() if p.startswith("exercises/")]
 
@@ -52,37 +50,11 @@ _STATE_JS = r"""
 """
 
 
-def _chromium_or_skip() -> str:
-    chromium = site_check.find_chromium()
-    reason = None
-    if chromium is None:
-        reason = "没有找到 Chromium（Debian：apt-get install chromium；或设 CHROMIUM=/路径）"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            reason = "没有安装 playwright（运行 make venv）"
-    if reason:
-        if IN_CI:
-            pytest.fail(f"CI 必须运行浏览器测试：{reason}")
-        pytest.skip(f"跳过浏览器测试：{reason}")
-    return chromium
-
-
 @pytest.fixture(scope="module")
-def site(request) -> Path:
-    given = os.environ.get("SHARDLAB_SITE")
-    if given:
-        return Path(given)
-    return request.getfixturevalue("built_site")
-
-
-@pytest.fixture(scope="module")
-def states(site):
+def states(site, chromium):
     """每页：加载时的状态，以及点开第一个折叠的解答之后它是否显示出来"""
     from playwright.sync_api import sync_playwright
 
-    chromium = _chromium_or_skip()
     out = {}
     with site_check.SiteServer(site) as server, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, headless=True, args=site_check.CHROMIUM_ARGS)
