@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         return gradescope.main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
-        course = Course.at(args.course) if args.course else Course.find()
+        course = Course.from_option(args.course)
         key = load_key(args.key, course)
         args.personal = _personal(args, key)
         args.weight_map = outputs.read_weights(args.weights)

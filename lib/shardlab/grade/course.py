@@ -35,6 +35,11 @@ class Course:
         return cls(path)
 
     @classmethod
+    def from_option(cls, path: Path | None) -> Course:
+        """命令行的 --course：给了就用它（必须是课程目录），没给就从当前目录向上找"""
+        return cls.at(path) if path else cls.find()
+
+    @classmethod
     def find(cls, start: Path | None = None) -> Course:
         """从 start（默认当前目录）向上找第一个课程目录"""
         here = Path(start or Path.cwd()).absolute()

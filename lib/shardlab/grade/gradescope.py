@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--course", type=Path, help="课程目录（默认：从当前目录向上找）")
     args = p.parse_args(argv)
     try:
-        course = Course.at(args.course) if args.course else Course.find()
+        course = Course.from_option(args.course)
         out = build_zip(course, args.secret_file, args.out, args.roster, args.chapter)
     except (CourseError, AnswerKeyError, roster.RosterError, ValueError, OSError) as exc:
         print(f"shardlab-grade gradescope：{exc}", file=sys.stderr)

@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="答案表（默认 <课程目录>/build/answer_key.json）")
     args = parser.parse_args(argv)
     try:
-        course = Course.at(args.course) if args.course else Course.find()
+        course = Course.from_option(args.course)
         out = args.out or course.default_key
         key = write_key(course, out)
     except (CourseError, AnswerKeyError) as exc:
