@@ -407,15 +407,41 @@ BI_SLIPS = (
     Slip(16.0, "比值倒过来了：要的是 AllToAll / AllGather"),
 )
 
+
+def _book_q2(id_prefix: str, var_prefix: str) -> tuple[Answer, ...]:
+    """原书 Q2 的 (a)(b)(c)：第 5 章问题 1 与第 6 章问题 2 都是它，答案 id 与变量名不同，其余相同"""
+    return (
+        Answer(
+            f"{id_prefix}a",
+            f"{var_prefix}a",
+            "s",
+            "AllGather_X([B_X, D_Y]) 的时间",
+            v4p_gather_x,
+            slips=_merge(*P1_SLIPS, WHOLE_ARRAY_P1A, LINE_FOR_RING),
+        ),
+        Answer(
+            f"{id_prefix}b",
+            f"{var_prefix}b",
+            "s",
+            "AllGather_XY([B_X, D_Y]) 的时间（多轴公式，大 N 近似）",
+            v4p_gather_xy_limit,
+            slips=_merge(*P1_SLIPS, ONE_AXIS_P1B, EXACT_P1B),
+        ),
+        Answer(
+            f"{id_prefix}c",
+            f"{var_prefix}c",
+            "s",
+            "AllReduce_Z([B_X, D_Y]{U_Z}) 的时间",
+            v4p_reduce_z,
+            slips=_merge(*P1_SLIPS, AR_IS_TWICE, WHOLE_ARRAY_P1C_CH05),
+        ),
+    )
+
+
 # ---- 登记表：每个答案一条 ----
 ANSWER_LIST: tuple[Answer, ...] = (
     # 第 5 章
-    Answer("ch05-p1a", "p1a", "s", "AllGather_X([B_X, D_Y]) 的时间", v4p_gather_x,
-           slips=_merge(*P1_SLIPS, WHOLE_ARRAY_P1A, LINE_FOR_RING)),
-    Answer("ch05-p1b", "p1b", "s", "AllGather_XY([B_X, D_Y]) 的时间（多轴公式，大 N 近似）", v4p_gather_xy_limit,
-           slips=_merge(*P1_SLIPS, ONE_AXIS_P1B, EXACT_P1B)),
-    Answer("ch05-p1c", "p1c", "s", "AllReduce_Z([B_X, D_Y]{U_Z}) 的时间", v4p_reduce_z,
-           slips=_merge(*P1_SLIPS, AR_IS_TWICE, WHOLE_ARRAY_P1C_CH05)),
+    *_book_q2("ch05-p1", "p1"),
     Answer("ch05-p2", "p2", "s", "AllGather_X(bf16[B]) 的时间，B 很小（受延迟限制）", small_gather("B2"),
            slips=(_bandwidth_only("B2"), LINE_HOPS)),
     Answer("ch05-p3-uni", "p3_uni", "1", "大的单向环上 AllToAll 时间 / AllGather 时间", lambda p: 0.5,
@@ -452,13 +478,8 @@ ANSWER_LIST: tuple[Answer, ...] = (
     # 第 6 章
     Answer("ch06-p1", "p1", "1", "所有芯片上的总字节数 / 一份数组的字节数", replication("mesh1"),
            rtol=1e-9, slips=_replication_slips("mesh1")),
-    # 与第 5 章问题 1 是同一道题：同样的参考算法（多轴用正文的大 N 公式）与同样合并过的失误
-    Answer("ch06-p2a", "p2a", "s", "AllGather_X([B_X, D_Y]) 的时间", v4p_gather_x,
-           slips=_merge(*P1_SLIPS, WHOLE_ARRAY_P1A, LINE_FOR_RING)),
-    Answer("ch06-p2b", "p2b", "s", "AllGather_XY([B_X, D_Y]) 的时间（多轴公式，大 N 近似）", v4p_gather_xy_limit,
-           slips=_merge(*P1_SLIPS, ONE_AXIS_P1B, EXACT_P1B)),
-    Answer("ch06-p2c", "p2c", "s", "AllReduce_Z([B_X, D_Y]{U_Z}) 的时间", v4p_reduce_z,
-           slips=_merge(*P1_SLIPS, AR_IS_TWICE, WHOLE_ARRAY_P1C_CH05)),
+    # 与第 5 章问题 1 是同一道题（原书 Q2）：同样的参考算法（多轴用正文的大 N 公式）与同样合并过的失误
+    *_book_q2("ch06-p2", "p2"),
     Answer("ch06-p3", "p3", "s", "AllGather_X(bf16[B]) 的时间，B 很小（受延迟限制）", small_gather("B3"),
            slips=(_bandwidth_only("B3"), LINE_HOPS)),
     Answer("ch06-p4-fn", "strategy_comm_ratio", "1", "策略 2 与策略 1 的通信时间之比（函数，参数 b, d, f）",
