@@ -14,7 +14,7 @@ from tools import make_exercises  # noqa: E402
 
 from shardlab.grade.export import ExportItem, export_source, parse_exports  # noqa: E402
 
-MASTER = """---
+HEADER = """---
 jupytext:
   text_representation:
     format_name: myst
@@ -23,7 +23,9 @@ kernelspec:
   language: python
   name: python3
 ---
+"""
 
+MASTER = HEADER + """
 <!-- EXERCISE: # 练习 -->
 <!-- BEGIN SOLUTION -->
 # 解答
@@ -125,16 +127,7 @@ def test_export_source_runs_and_reports_plain_data(capsys):
     assert "__shardlab_export" not in namespace
 
 
-FOLDED = """---
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+FOLDED = HEADER + """
 (ch05-sol-p4)=
 ## 问题 4：复制了多少份
 
