@@ -25,7 +25,9 @@ kernelspec:
 ---
 """
 
-MASTER = HEADER + """
+MASTER = (
+    HEADER
+    + """
 <!-- EXERCISE: # 练习 -->
 <!-- BEGIN SOLUTION -->
 # 解答
@@ -65,6 +67,7 @@ helper = 1
 # END SOLUTION
 ```
 """
+)
 
 
 def _strip(text):
@@ -127,7 +130,9 @@ def test_export_source_runs_and_reports_plain_data(capsys):
     assert "__shardlab_export" not in namespace
 
 
-FOLDED = HEADER + """
+FOLDED = (
+    HEADER
+    + """
 (ch05-sol-p4)=
 ## 问题 4：复制了多少份
 
@@ -160,6 +165,7 @@ check("ch05-p4", p4)
 print("不是答案单元：标签保留")
 ```
 """
+)
 
 
 def test_strip_turns_the_solution_anchor_into_a_link_and_unfolds_answer_cells():

@@ -24,7 +24,7 @@ from markdown_it import MarkdownIt
 from shardlab import answers, check
 from shardlab.grade import cli, export, folder, inject, judge, junit, report, sandbox, text
 from shardlab.grade.course import Course
-from shardlab.grade.key import AnswerKey, AnswerKeyError, load_key
+from shardlab.grade.key import AnswerKey, AnswerKeyError, load_key, registry_key
 from shardlab.grade.status import TEXT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,17 +41,7 @@ needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason="需要 root 与 bubble
 
 def reference_key() -> dict:
     """与 make answer-key 同样格式的答案表，数值来自参考算法（另有测试保证与解答笔记本一致）"""
-    key = {}
-    for a in answers.ANSWERS.values():
-        if a.kind == "function":
-            key[a.id] = {
-                "unit": a.unit,
-                "kind": "function",
-                "cases": [{"args": list(x), "value": a.reference(*x)} for x in a.examples],
-            }
-        else:
-            key[a.id] = {"value": float(a.reference()), "unit": a.unit}
-    return key
+    return registry_key()
 
 
 @pytest.fixture(scope="module")
@@ -654,7 +644,7 @@ def test_first_ctrl_c_starts_no_new_sandbox_and_keeps_what_was_graded(tmp_path, 
     doc = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))
     assert [r["student"] for r in doc["submissions"]] == ["a_not_json"] and doc["meta"]["interrupted"]
     assert not (out / "results" / "b_loop.json").exists() and not (out / "results" / "c_correct.json").exists()
-    assert not list((out / ".work").glob("*")) if (out / ".work").exists() else True
+    assert not (out / ".work").exists() or not list((out / ".work").glob("*"))
     _wait_for(lambda: not _sandboxes(out), 30)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from shardlab import answers, roster, variants
 from shardlab.grade import folder, judge, outputs, personal, report, status
-from shardlab.grade.key import AnswerKey
+from shardlab.grade.key import AnswerKey, registry_key
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -24,17 +24,7 @@ STUDENTS = [roster.Student("s1", "张三", 2), roster.Student("s2", "李四", 3)
 
 
 def _published_key() -> AnswerKey:
-    entries = {}
-    for a in answers.ANSWER_LIST:
-        if a.kind == "function":
-            entries[a.id] = {
-                "unit": a.unit,
-                "kind": "function",
-                "cases": [{"args": list(x), "value": a.reference(*x)} for x in a.examples],
-            }
-        else:
-            entries[a.id] = {"value": a.value(), "unit": a.unit}
-    return AnswerKey.from_entries(entries)
+    return AnswerKey.from_entries(registry_key())
 
 
 @pytest.fixture(scope="module")
