@@ -289,16 +289,13 @@ def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interr
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _cached(path: Path, sha: str | None, cache_key: str) -> dict | None:
-    try:
-        res = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None  # 读不了的缓存照样重评；_previous 已经报告过它
-    if not isinstance(res, dict) or res.get("version") != RESULT_VERSION:
+def _cached(previous: dict | None, sha: str | None, cache_key: str) -> dict | None:
+    """上次的结果（`_previous` 已读入并核对过版本与学生）还能用时返回它：同样的提交、答案表、评分代码与种子"""
+    if previous is None or sha is None:
         return None
-    if res.get("cache_key") != cache_key or res.get("sha256") != sha or sha is None:
+    if previous.get("cache_key") != cache_key or previous.get("sha256") != sha:
         return None
-    return res
+    return previous
 
 
 def _sha(path: Path) -> str | None:
@@ -327,7 +324,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     results = _previous(out, meta)
     todo: list[Found] = []
     for f in found:
-        cached = None if args.force else _cached(out / "results" / f"{f.sid}.json", _sha(f.path), ctx.cache_key)
+        cached = None if args.force else _cached(results.get(f.sid), _sha(f.path), ctx.cache_key)
         if cached is not None:
             results[f.sid] = cached
         else:

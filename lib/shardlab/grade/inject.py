@@ -21,6 +21,7 @@ import nbformat
 
 from shardlab import answers
 from shardlab.grade.export import EXPORT_TAG, MARKER, ExportItem, export_source
+from shardlab.grade.folder import MAX_SUBMISSION_BYTES
 from shardlab.grade.status import (
     DUPLICATE_TAG,
     INVALID_NUMBER,
@@ -35,7 +36,6 @@ from shardlab.grade.status import (
     UNRELATED,
 )
 
-MAX_SUBMISSION_BYTES = 20 << 20
 MAX_DEPTH = 64  # JSON 的嵌套层数（正常的笔记本不到 10 层）
 MAX_CELLS = 2000  # 单元数（练习笔记本约 100 个）
 MAX_CELL_SOURCE = 1 << 20  # 一个代码单元的源码（字符）
