@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shardlab import cost, hardware, problems, ring
+from shardlab import cost, hardware, problems
 from shardlab.problems import MESH5, MESH8
 from shardlab.units import bytes_of
 
@@ -147,12 +147,8 @@ def v4p_gather_x(p: Params) -> float:
     return _v4p("all_gather", bytes_of((p["B"], p["D"] // p["mesh"]["Y"])), ["X"], p)
 
 
-def v4p_gather_xy(p: Params) -> float:
-    return _v4p("all_gather", bytes_of((p["B"], p["D"])), ["X", "Y"], p)
-
-
 def v4p_gather_xy_limit(p: Params) -> float:
-    # 正文的多轴公式（大 N 极限，原书的答案约 46 µs）；模拟器的精确调度在 4x4 上是它的 1.25 倍（v4p_gather_xy）
+    # 正文的多轴公式（大 N 极限，原书的答案约 46 µs）；模拟器的精确调度（cost.estimate）在 4x4 上是它的 1.25 倍
     m = p["mesh"]
     chip = hardware.TPU_V4P
     return cost.allgather_multi_axis_limit(
@@ -220,11 +216,10 @@ def mlp_t_math(p: Params) -> float:
 
 def mlp_t_comms(p: Params) -> float:
     # Out[B, D]{U_XY} 做 ReduceScatter_XY，下一层之前再 AllGather_XY 回 [B, D]；
-    # v5e 2x2 的两条轴都是没有回绕的线，时间取环形模拟器按自己的调度数出的链路负载（两条入口链路同时收）
+    # v5e 2x2 的两条轴都是没有回绕的线。cost.estimate 的多轴时间就是环形模拟器按自己的调度计出的时间
+    # （tests/test_cost_vs_sim.py 逐一核对），两条入口链路同时收
     v = bytes_of((p["B5"], p["D5"]))
-    torus = ring.Torus((MESH5["X"], MESH5["Y"]), wraparound=False)
-    w = hardware.TPU_V5E.ici_oneway_bw
-    return ring.count("reduce_scatter", torus, v).time(w) + ring.count("all_gather", torus, v).time(w)
+    return sum(cost.estimate(c, v, ["X", "Y"], "v5e", mesh=MESH5).time_s for c in ("reduce_scatter", "all_gather"))
 
 
 def mlp_t_comms_book_limit(p: Params) -> float:
@@ -534,8 +529,3 @@ def chapter_answers(assignment: str) -> list[Answer]:
 def expected_value(answer_id: str, params: Params | None = None) -> float:
     """value 类答案的参考值（SI 单位）；params 是本章的参数，默认发布版"""
     return get(answer_id).value(params)
-
-
-def key_for(assignment: str, params: Params) -> dict[str, dict]:
-    """一组参数下本章数值答案的答案表：{id: {"value": …, "unit": …}}（与 make answer-key 的格式相同）"""
-    return {a.id: {"value": a.value(params), "unit": a.unit} for a in chapter_answers(assignment) if a.kind == "value"}

@@ -594,10 +594,10 @@ def nccl_ring_time(collective: str, v_bytes: float, n: int, chip: str | hardware
         raise ValueError("NCCL 的 AllToAll 不走环形算法（是逐对的 send/recv），没有这个模型")
     if n > chip.gpus_per_node:
         raise ValueError(f"nccl_ring_time 只做节点内：N = {n} 超过每节点 {chip.gpus_per_node} 个 GPU")
+    bw = nccl_bus_bw(chip, protocol)  # 也检查协议名
     if n == 1:
         return 0.0
-    base, step, _ = hardware.NCCL_RING_PROTOCOLS.get(protocol, (0.0, 0.0, 0.0))
-    bw = nccl_bus_bw(chip, protocol)
+    base, step, _ = hardware.NCCL_RING_PROTOCOLS[protocol]
     steps, _ = _nccl_steps(coll, n, chip.gpus_per_node)
     return base + steps * step + steps / n * v / bw
 

@@ -64,15 +64,14 @@ def answer_violations(assignment: str, params: Mapping[str, Any]) -> list[tuple[
     return bad
 
 
+def _violations(assignment: str, params: Mapping[str, Any]) -> list[tuple[int, str]]:
+    """(题号, 中文说明)：先看参数本身的规则，都满足了再看答案（与发布版不同、不撞上常见失误）"""
+    return problems.violations(assignment, params) or answer_violations(assignment, params)
+
+
 def valid(assignment: str, params: Mapping[str, Any]) -> list[str]:
     """这组参数违反了哪些规则（中文说明）；空列表表示有效"""
-    bad = problems.violations(assignment, params)
-    return [msg for _, msg in bad or answer_violations(assignment, params)]
-
-
-def _problem_violations(assignment: str, params: Mapping[str, Any]) -> set[int]:
-    bad = problems.violations(assignment, params)
-    return {k for k, _ in bad or answer_violations(assignment, params)}
+    return [msg for _, msg in _violations(assignment, params)]
 
 
 def draw(assignment: str, rng: random.Random) -> dict[str, Any]:
@@ -83,12 +82,12 @@ def draw(assignment: str, rng: random.Random) -> dict[str, Any]:
     specs = problems.params_of(assignment)
     params = {p.name: problems._copy(rng.choice(p.choices)) for p in specs}
     for _ in range(MAX_TRIES):
-        bad = _problem_violations(assignment, params)
+        bad = {k for k, _ in _violations(assignment, params)}
         if not bad:
             return params
         first = min(bad)
         for p in specs:
-            if p.problem == first or (first == 0):
+            if p.problem == first:
                 params[p.name] = problems._copy(rng.choice(p.choices))
     raise RuntimeError(f"{assignment}：抽了 {MAX_TRIES} 次都没有得到有效的参数，请检查 problems.PARAMS 的可选值")
 

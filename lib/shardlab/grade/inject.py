@@ -162,7 +162,7 @@ def _tags(cell: dict) -> list[str]:
 
 
 def chapter_answers(chapter: int) -> list[answers.Answer]:
-    return [a for a in answers.ANSWERS.values() if a.chapter == chapter]
+    return answers.chapter_answers(f"ch{chapter:02d}")
 
 
 def chapters_in(raw: dict) -> set[int]:
