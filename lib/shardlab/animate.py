@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import html
 import itertools
@@ -362,7 +363,9 @@ class Player:
     def n_steps(self) -> int:
         return max(r.n_steps for r in self.recordings)
 
+    @functools.cached_property
     def _strip_png(self) -> str:
+        """打印用的逐步图：每个播放器只画一次（matplotlib 画一张图要几百毫秒）"""
         png = plots.figure_png(step_strip(*self.recordings), close=True)
         return base64.b64encode(png).decode("ascii")
 
@@ -382,7 +385,7 @@ class Player:
         if self.strip:
             strip = (
                 f'<div class="shardlab-strip"><img alt="{html.escape(titles)}：逐步图（打印版）" '
-                f'src="data:image/png;base64,{self._strip_png()}"></div>'
+                f'src="data:image/png;base64,{self._strip_png}"></div>'
             )
         script = _SCRIPT % {"id": pid, "interval": self.interval_ms}
         return (

@@ -282,9 +282,6 @@ def matmul_reducescatter(a, w, mesh, axis: str = "Y", *, bidirectional: bool = F
     return _run("matmul_reducescatter_bidi" if bidirectional else "matmul_reducescatter", a, w, mesh, axis)
 
 
-# ---- 时间线：每一步算哪块、发哪块 ----
-
-
 def matmul_allreduce(a, w, mesh, axis: str = "Y", *, chunked: bool = True):
     """Case 3 + AllReduce：A[B, D] · W[D, F]，两边的 D 沿 axis 切分，输出在 axis 上复制；chunked 时分块重叠"""
     op = "matmul_allreduce_chunked" if chunked else "matmul_allreduce_naive"
@@ -312,6 +309,9 @@ def line_link_load(n: int, bidirectional: bool = True) -> int:
             for at in range(src, dst, step):
                 load[(at, step)] = load.get((at, step), 0) + 1
     return max(load.values())
+
+
+# ---- 时间线：每一步算哪块、发哪块 ----
 
 
 def step_schedule(n: int, bidirectional: bool = False, kind: str = "allgather", device: int = 0) -> list[dict]:
