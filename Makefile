@@ -53,14 +53,14 @@ book: $(STAMP) $(MATHJAX)
 	@echo "网站已构建：$(CURDIR)/_build/html/index.html"
 
 test: $(STAMP) $(MATHJAX)
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder
 
 # 浏览器测试用刚构建的 _build/html（make test 里它自己在临时目录构建一份）
 test-site: book
 	SHARDLAB_SITE=$(CURDIR)/_build/html $(BIN)/python -m pytest -v tests/test_site.py
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile -m "not slow"
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -m "not slow"
 
 sync: $(STAMP)
 	$(BIN)/python tools/nbsync.py

@@ -1,8 +1,13 @@
 """测试的共同设置：在任何测试触碰 JAX 设备之前建立 8 个模拟 CPU 设备；整本书的共享构建"""
 
+import ast
+import json
 import os
+import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +16,7 @@ from filelock import FileLock
 os.environ.setdefault("COURSE_PROFILE", "cpu")
 
 from shardlab import runtime  # noqa: E402
+from shardlab.grade.key import registry_key  # noqa: E402
 
 RT = runtime.setup("cpu")
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,6 +25,14 @@ sys.path.insert(0, str(ROOT))
 from tools import site_check  # noqa: E402
 
 IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def key_file(tmp_path_factory) -> Path:
+    """评分器测试用的答案表（与 make answer-key 同样的格式），数值来自参考算法；另有测试保证它与解答笔记本一致"""
+    path = tmp_path_factory.mktemp("key") / "answer_key.json"
+    path.write_text(json.dumps(registry_key()), encoding="utf-8")
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -51,23 +65,123 @@ def site(request) -> Path:
     return request.getfixturevalue("built_site")
 
 
-@pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
-    """整本书从零构建一次（-W -n），在同一次 pytest 运行的所有 xdist 进程之间共享
+# ---- 整本书的共享构建：收集完就在后台开始，与单元测试同时进行 ----
+BUILD_USERS = {"built_site", "site"}  # 用到构建结果的夹具（site 在运行时才取 built_site，所以两个都列出）
 
-    第一个需要它的进程在共享的临时目录里构建，其他进程等锁、复用结果；构建失败时把输出存下来，
-    每个用到它的测试都报告同样的失败，而不是再构建一遍。
+
+def _uses_build(item) -> bool:
+    return bool(BUILD_USERS & set(getattr(item, "fixturenames", ())))
+
+
+def _shared_dir(config) -> Path:
+    """这次 pytest 运行的所有 xdist 进程共用的临时目录（pytest 负责清理旧的）"""
+    base = config._tmp_path_factory.getbasetemp()  # pytest 的 tmp_path_factory；夹具之外只能这样取
+    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+
+
+class BookBuild:
+    """一次 ``jupyter-book build -W -n``：第一个需要它的进程在后台启动，所有进程等同一个结果
+
+    构建由 ``sh`` 包一层，退出码写进 ``rc`` 文件，所以哪个进程都能等它结束，而不只是启动它的那个。
     """
-    shared = tmp_path_factory.getbasetemp().parent
-    out, failure = shared / "book-build", shared / "book-build.failed"
-    with FileLock(str(shared / "book-build.lock")):
-        if not (out / "_build" / "html" / "index.html").exists() and not failure.exists():
+
+    def __init__(self, shared: Path):
+        self.dir = shared / "book-build"
+        self.html = self.dir / "_build" / "html"
+        self.log, self.rc = shared / "book-build.log", shared / "book-build.rc"
+        self.lock = FileLock(str(shared / "book-build.lock"))
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        with self.lock:
+            if self.log.exists():
+                return  # 另一个进程已经启动了它
             jb = Path(sys.executable).with_name("jupyter-book")
             env = dict(os.environ, COURSE_PROFILE="cpu", JUPYTER_PATH=str(Path(sys.prefix) / "share" / "jupyter"))
-            cmd = [str(jb), "build", "-W", "-n", "--keep-going", "--path-output", str(out), str(ROOT)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
-            if proc.returncode != 0:
-                failure.write_text(f"{proc.stdout[-8000:]}\n{proc.stderr[-4000:]}", encoding="utf-8")
-    if failure.exists():
-        pytest.fail("jupyter-book build 失败：\n" + failure.read_text(encoding="utf-8"))
-    return out / "_build" / "html"
+            cmd = [str(jb), "build", "-W", "-n", "--keep-going", "--path-output", str(self.dir), str(ROOT)]
+            quoted = " ".join(shlex.quote(c) for c in cmd)
+            script = f"{quoted} > {shlex.quote(str(self.log))} 2>&1; echo $? > {shlex.quote(str(self.rc))}.tmp && "
+            script += f"mv {shlex.quote(str(self.rc))}.tmp {shlex.quote(str(self.rc))}"
+            self.log.touch()
+            self.proc = subprocess.Popen(["sh", "-c", script], env=env, start_new_session=True)
+
+    def wait(self, timeout: float = 1500) -> Path:
+        """等构建结束；失败时每个用到它的测试都报告同样的输出"""
+        self.start()  # 没有在收集时启动（比如只选了一个测试）时现在启动
+        deadline = time.monotonic() + timeout
+        while not self.rc.exists():
+            if time.monotonic() > deadline:
+                pytest.fail(f"jupyter-book build 超过 {timeout:.0f} s 没有结束（日志：{self.log}）")
+            time.sleep(0.5)
+        rc = self.rc.read_text().strip()
+        if rc != "0":
+            tail = self.log.read_text(encoding="utf-8", errors="replace")[-12000:]
+            pytest.fail(f"jupyter-book build 失败（退出码 {rc}）：\n{tail}")
+        return self.html
+
+    def stop(self) -> None:
+        """这个进程启动的构建还在跑：被中断时停掉整个进程组，否则等它完（别的 xdist 进程可能还要用）"""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            self.proc.wait(timeout=1500)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            raise
+
+
+BUILD_KEY = pytest.StashKey[BookBuild]()
+
+
+@pytest.hookimpl(trylast=True)  # 在 -k / -m 取消选择之后
+def pytest_collection_modifyitems(config, items):
+    """排定测试文件的顺序，并在后台开始整本书的构建
+
+    make test 用 ``--dist loadfile --no-loadscope-reorder``：xdist 按这里的顺序一个文件一个文件地分给空闲的进程。
+    顺序是：有 slow 测试的文件（评分器、执行笔记本的，最费时）在前，用到构建的文件其次，其余单元测试最后。
+    构建与第一组同时进行，轮到第二组时它已经好了；浏览器检查在一个进程里跑的时候，另一个进程做单元测试。
+    """
+    if config.option.collectonly:
+        return
+    late = {i.path for i in items if _uses_build(i)}
+    slow = {i.path for i in items if i.get_closest_marker("slow")} - late
+    rank = {path: 0 if path in slow else 1 if path in late else 2 for path in {i.path for i in items}}
+    items.sort(key=lambda i: rank[i.path])  # 稳定排序：同一组里保持收集的顺序
+    if not late:
+        return
+    build = config.stash[BUILD_KEY] = BookBuild(_shared_dir(config))
+    build.start()
+
+
+def pytest_unconfigure(config):
+    build = config.stash.get(BUILD_KEY, None)
+    if build is not None:
+        build.stop()
+
+
+@pytest.fixture(scope="session")
+def built_site(request) -> Path:
+    """整本书从零构建一次（-W -n），在同一次 pytest 运行的所有 xdist 进程之间共享（见 BookBuild）"""
+    build = request.config.stash.get(BUILD_KEY, None) or BookBuild(_shared_dir(request.config))
+    return build.wait()
+
+
+@pytest.fixture(scope="session")
+def glued_text(built_site):
+    """``glued_text("book/ch05_collectives")``：那一页在构建时 glue 的文字（键 → 字符串）"""
+    return lambda page: glued_texts(built_site, page)
+
+
+def glued_texts(site: Path, page: str) -> dict[str, str]:
+    """构建时一页 glue 交给正文的文字：键 → 字符串
+
+    myst-nb 把每页的 glue 数据写在 _build/jupyter_execute/<页>.glue.json（键 → 输出）；字符串的 text/plain 是它的 repr。
+    """
+    path = site.parent / "jupyter_execute" / f"{page}.glue.json"
+    assert path.exists(), f"构建里没有 {page} 的 glue 数据：{path}"
+    out = {}
+    for name, output in json.loads(path.read_text(encoding="utf-8")).items():
+        plain = output.get("data", {}).get("text/plain")
+        if plain and plain[0] in "'\"" and isinstance(value := ast.literal_eval(plain), str):
+            out[name] = value
+    return out

@@ -1,17 +1,13 @@
-"""第 5 章的模型与说法：执行一次正文笔记本，核对正文引用的数字（glue）与几处关键的文字
+"""第 5 章的模型与说法：读出共享的整本书构建执行正文时 glue 的数字，核对它们与几处关键的文字
 
 每一条都对应一个曾经错过的地方；期望值在这里独立地算（不调用章节里的代码），或与原书 / NCCL 源码的事实比较。
 """
 
-import json
 import math
 import re
 from pathlib import Path
 
-import jupytext
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from shardlab import answers, check, units
 
@@ -21,16 +17,12 @@ SOL05 = ROOT / "solutions" / "ch05_solutions.md"
 EX05 = ROOT / "exercises" / "ch05_exercises.md"
 pytestmark = pytest.mark.slow
 TEXT = CH05.read_text(encoding="utf-8")
-DUMP = "import json\nfrom shardlab.notebook import GLUED\nprint('@@' + json.dumps({k: v for k, v in GLUED.items() if isinstance(v, str)}))"
 
 
 @pytest.fixture(scope="module")
-def glued():
-    nb = jupytext.read(CH05)
-    nb.cells.append(nbformat.v4.new_code_cell(DUMP))
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(CH05.parent)}}).execute()
-    out = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("output_type") == "stream")
-    return json.loads(out.split("@@", 1)[1])
+def glued(glued_text) -> dict[str, str]:
+    """第 5 章在共享的整本书构建里 glue 交给正文的文字（键 → 字符串）"""
+    return glued_text("book/ch05_collectives")
 
 
 def _admonition(title: str) -> str:

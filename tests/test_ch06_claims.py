@@ -1,4 +1,4 @@
-"""第 6 章与它的解答说的话：执行章节，读出交给正文的数字，和测试里从原书的规格从头算的值比较；再查几条文字
+"""第 6 章与它的解答说的话：读出共享的整本书构建执行章节时交给正文的数字，和测试里从原书的规格从头算的值比较；再查几条文字
 
 独立于章节代码的部分：芯片常数（原书规格表）、线与环上 AllReduce 的链路计数、三种做法的 FLOPs。
 """
@@ -8,9 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import jupytext
 import pytest
-from nbclient import NotebookClient
 
 from shardlab import answers, check
 
@@ -18,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = ROOT / "book" / "ch06_sharded_matmul.md"
 SOLUTIONS = ROOT / "solutions" / "ch06_solutions.md"
 
-# 原书的规格（REFERENCE §2）：bf16 FLOP/s、每条链路单方向带宽
+# 原书的规格：bf16 FLOP/s、每条链路单方向带宽
 V5E_C, V5E_W1 = 1.97e14, 4.5e10
 V5P_C, V5P_W1 = 4.59e14, 9.0e10
 
@@ -28,21 +26,9 @@ def text(path: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def glued() -> dict[str, str]:
-    """执行第 6 章，收集 glue 交给正文的文字（键 → 字符串）"""
-    nb = jupytext.read(CHAPTER)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(CHAPTER.parent)}}
-    ).execute()
-    out = {}
-    for cell in nb.cells:
-        for o in cell.get("outputs", []):
-            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
-            plain = o.get("data", {}).get("application/papermill.record/text/plain")
-            if name and plain is not None:
-                out[name] = plain.strip("'\"")
-    return out
+def glued(glued_text) -> dict[str, str]:
+    """第 6 章在共享的整本书构建里 glue 交给正文的文字（键 → 字符串）"""
+    return glued_text("book/ch06_sharded_matmul")
 
 
 def number(s: str) -> float:
