@@ -1,16 +1,21 @@
-"""练习与解答：答案表由解答笔记本算出并与登记表一致；把解答的答案填进练习，所有自检都通过；填进常见失误，得到对应的提示"""
+"""练习与解答：答案表由解答笔记本算出并与登记表一致；把解答的答案填进练习，所有自检都通过；填进常见失误，得到对应的提示；
+真实的练习与解答交给评分器，解答满分、练习零分"""
 
+import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
 import jupytext
 import pytest
+from grading import SANDBOXED, statuses  # tests/grading.py：评分器测试共用的东西
 from nbclient import NotebookClient
 
 from shardlab import answers
+from shardlab.grade import cli, inject
 from shardlab.grade.course import Course
-from shardlab.grade.key import build_key, chapter_items, run_and_export
+from shardlab.grade.key import load_key
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = Course(ROOT).solutions()
@@ -21,11 +26,16 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def key():
-    records = {}
-    for chapter, md in SOLUTIONS.items():
-        records.update(run_and_export(md, chapter_items(chapter)))
-    return build_key(records)
+def key_path(tmp_path_factory) -> Path:
+    """make answer-key 走的路：load_key 执行解答笔记本、算出答案表并缓存（评分器没给 --key 时也这样做）"""
+    path = tmp_path_factory.mktemp("key") / "answer_key.json"
+    load_key(None, Course(ROOT), cache=path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def key(key_path) -> dict:
+    return load_key(key_path).entries
 
 
 def test_answer_key_covers_every_id_and_matches_the_registry(key):
@@ -106,3 +116,35 @@ def test_planted_slips_get_the_right_hints(key, chapter):
             assert "MB" in line, line
         if value:
             assert repr(value) not in line and f"{value:g}" not in line
+
+
+# ---- 真实的练习与解答（答案表由 make answer-key 的逻辑从解答算出） ----
+@pytest.mark.slow
+def test_real_exercises_and_solutions(tmp_path, key_path):
+    notebooks = [ROOT / "exercises" / f"ch0{c}_exercises.ipynb" for c in (5, 6)]
+    notebooks += [ROOT / "solutions" / f"ch0{c}_solutions.ipynb" for c in (5, 6)]
+    if not all(p.exists() for p in notebooks):
+        pytest.skip("练习或解答笔记本还不在")
+    key = load_key(None, Course(ROOT), cache=key_path).entries  # 夹具已由解答算出并缓存：新鲜的答案表不再重建
+    assert set(key) == set(answers.ANSWERS)
+    mtime = key_path.stat().st_mtime_ns
+    load_key(None, Course(ROOT), cache=key_path)
+    assert key_path.stat().st_mtime_ns == mtime
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for p in notebooks:
+        shutil.copy(p, subs / p.name)
+    mode = [] if SANDBOXED else ["--sandbox", "rlimit"]
+    for c in (5, 6):  # 一次评一章：别的章的两份记为 other-chapter，不评
+        out = tmp_path / f"out{c}"
+        args = [*mode, "--course", str(ROOT), str(subs), "--out", str(out), "--key", str(key_path), "-j", "2"]
+        assert cli.main([*args, "--chapter", str(c), "--no-progress"]) == 0
+        doc = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))
+        res = {r["student"]: r for r in doc["submissions"]}
+        sol, ex = res[f"ch0{c}_solutions"], res[f"ch0{c}_exercises"]
+        assert sol["chapter"] == ex["chapter"] == c
+        assert sol["points"] == sol["max_points"] == len(inject.chapter_answers(c)), statuses(sol)
+        assert ex["points"] == 0 and set(statuses(ex).values()) == {"missing"}, statuses(ex)
+        other = [r for sid, r in res.items() if not sid.startswith(f"ch0{c}")]
+        assert len(other) == 2 and all(r["status"] == "other-chapter" for r in other)
+        assert all(r["max_points"] == len(inject.chapter_answers(c)) for r in other)
