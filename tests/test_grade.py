@@ -413,3 +413,20 @@ def test_untrusted_text_helpers():
     evil = "<script>x</script> [a](http://e.x) ![i](http://e.x/i.png) http://e.x www.e.x a@b.cd ``` *b*"
     assert not render_tokens(text.md_inline(evil)) & {"html_inline", "link_open", "image"}
     assert render_tokens(text.md_block("```\n<b>x</b>\n```")) == {"fence"}
+
+
+def test_once_interrupted_the_grader_ignores_ctrl_c_while_it_exits():
+    """第一次 Ctrl-C 之后评分器存好结果、返回 130；Python 退出时会把自己的信号处理器换回默认的，那时的第二次 Ctrl-C
+    曾让进程死于 SIGINT（退出码 -2，机器越快越容易碰上）。离开 _Interrupts 之后两个信号都应是 SIG_IGN"""
+    code = (
+        "import os, signal, sys\n"
+        "from shardlab.grade.cli import _Interrupts\n"
+        "with _Interrupts() as i:\n"
+        "    i(signal.SIGINT, None)\n"
+        "print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN, signal.getsignal(signal.SIGTERM) is signal.SIG_IGN)\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "sys.exit(130)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["True", "True"], proc.stderr
+    assert proc.returncode == 130

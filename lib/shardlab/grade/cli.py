@@ -225,7 +225,11 @@ class _Interrupts:
         return self
 
     def __exit__(self, *exc):
-        if self.count:  # 已经中断过：留着这个处理器直到进程退出，再来一次 Ctrl-C 仍是立即退出（130），不是 traceback
+        if self.count:
+            # 已经中断过，结果也都存好了，剩下的只是退出（返回 130）。Python 退出时会把它自己的信号处理器换回默认的，
+            # 那时再按一次 Ctrl-C 进程就死于 SIGINT（退出码 -2）；SIG_IGN 不会被换回，所以这段时间里忽略它们
+            for sig in self.old:
+                signal.signal(sig, signal.SIG_IGN)
             return False
         for sig, handler in self.old.items():
             signal.signal(sig, handler)
