@@ -82,7 +82,8 @@ def test_sync_carries_jupyter_edits_back_to_md(tmp_path, monkeypatch):
 def test_first_code_cell_is_the_setup_cell(md):
     nb = jupytext.read(md)
     first = next(c for c in nb.cells if c.cell_type == "code")
-    want = course_config.setup_cell_lines(CONFIG)
+    page = str(md.relative_to(ROOT).with_suffix(""))
+    want = course_config.setup_cell_lines(CONFIG, devices=page not in course_config.NO_DEVICE_PAGES)
     assert first.source.splitlines()[: len(want)] == want, (
         f"{md.name} 的第一个代码单元必须以 tools/course_config.py 的 setup_cell_lines() 开头"
     )
