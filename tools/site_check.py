@@ -30,6 +30,7 @@ import html.parser
 import http.server
 import re
 import threading
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -364,8 +365,13 @@ def check_site(
     pdf_out: Path | None = None,
     search_terms: dict[str, str] | None = None,
     mobile: bool | list[str] = False,
+    desktop: bool = True,
 ) -> SiteReport:
-    """打开 pages（不带 .html）里的每一页并检查；返回全部发现（不抛出断言）"""
+    """打开 pages（不带 .html）里的每一页并检查；返回全部发现（不抛出断言）
+
+    desktop=False 时不做桌面宽度的逐页检查（也不查链接），只做 search_terms、mobile 与 PDF：
+    测试把桌面检查与手机、搜索分给两个 pytest-xdist 进程，同时进行。
+    """
     from playwright.sync_api import sync_playwright
 
     site = Path(site)
@@ -394,22 +400,27 @@ def check_site(
         try:
             context = browser.new_context(viewport=VIEWPORT, locale="zh-CN", service_workers="block")
             context.route("**/*", route)
-            page = context.new_page()
             current = {"page": ""}
-            page.on("console", lambda m: m.type == "error" and console.append(f"{current['page']}: {m.text}"))
-            page.on("pageerror", lambda e: console.append(f"{current['page']}: 未捕获的异常 {e}"))
-            page.on(
-                "requestfailed",
-                lambda r: (
-                    urlparse(r.url).hostname == HOST and failed.append(f"{current['page']}: {r.url} ({r.failure})")
-                ),
-            )
-            page.on(
-                "response",
-                lambda r: r.status >= 400 and failed.append(f"{current['page']}: HTTP {r.status} {r.url}"),
-            )
 
-            for name in pages:
+            def watch(p):
+                """控制台错误、未捕获的异常、失败的站内请求与 4xx/5xx 响应都记下来"""
+                p.on("console", lambda m: m.type == "error" and console.append(f"{current['page']}: {m.text}"))
+                p.on("pageerror", lambda e: console.append(f"{current['page']}: 未捕获的异常 {e}"))
+                p.on(
+                    "requestfailed",
+                    lambda r: (
+                        urlparse(r.url).hostname == HOST and failed.append(f"{current['page']}: {r.url} ({r.failure})")
+                    ),
+                )
+                p.on(
+                    "response",
+                    lambda r: r.status >= 400 and failed.append(f"{current['page']}: HTTP {r.status} {r.url}"),
+                )
+                return p
+
+            page = watch(context.new_page())
+            players = 0
+            for name in pages if desktop else ():
                 current["page"] = name
                 result = PageResult(name, f"{server.base}{name}.html")
                 results.append(result)
@@ -429,17 +440,24 @@ def check_site(
                     page.evaluate("window.scrollTo(0, 0)")
                     page.screenshot(path=str(shot))
                     result.screenshot = shot
+                if info.get("players"):  # 截过第一屏之后，在同一次加载里点“播放”
+                    current["page"] = f"{name}（动画）"
+                    players += _check_players(page, result)
 
+            if not desktop:
+                results = [PageResult(name, f"{server.base}{name}.html") for name in pages]
             report = SiteReport(server.base, results, blocked, failed, console, externals)
-            _check_links(report, origin)
-            for r in results:
-                if r.info.get("players"):
-                    current["page"] = f"{r.page}（动画）"
-                    page.goto(r.url, wait_until="load")
-                    report.players += _check_players(page, r)
+            report.players = players
+            if desktop:
+                _check_links(report, origin)
             if search_terms:
                 current["page"] = "search"
-                report.search = _check_search(page, server.base, search_terms, report.search_problems)
+                spage = watch(context.new_page())
+                spage.add_init_script(_COUNT_FETCHES_JS)
+                try:
+                    report.search = _check_search(spage, server.base, search_terms, report.search_problems)
+                finally:
+                    spage.close()
             if mobile:
                 current["page"] = "（手机）"
                 mctx = browser.new_context(viewport=MOBILE, locale="zh-CN", service_workers="block", is_mobile=True)
@@ -495,30 +513,52 @@ _PLAYER_STATE_JS = r"""
 """
 
 
-def _check_players(page, result: PageResult) -> int:
-    """每个播放器：点“播放”，1.8 秒后步数与画面都要变；返回检查过的播放器数"""
+def _check_players(page, result: PageResult, timeout_ms: float = 3000) -> int:
+    """每个播放器：点“播放”，等到步数与画面都变了（播放器每 1.1 秒走一步，最多等 timeout_ms）；返回检查过的播放器数"""
     before = page.evaluate(_PLAYER_STATE_JS)
     buttons = page.locator(".shardlab-player .sl-play")
     for i in range(buttons.count()):
         buttons.nth(i).scroll_into_view_if_needed()
         buttons.nth(i).click()
-    page.wait_for_timeout(1800)  # 播放器每 1.1 秒走一步
-    after = page.evaluate(_PLAYER_STATE_JS)
-    for i, (b, a) in enumerate(zip(before, after)):
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        after = page.evaluate(_PLAYER_STATE_JS)
+        moved = [a["step"] != b["step"] and a["svg"] != b["svg"] for b, a in zip(before, after)]
+        if all(moved) or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(150)
+    for i, (b, ok) in enumerate(zip(before, moved)):
         if int(b["steps"] or 0) < 1:
             result.add("animation", f"第 {i + 1} 个动画没有步骤")
-        elif a["step"] == b["step"] or a["svg"] == b["svg"]:
-            result.add("animation", f"第 {i + 1} 个动画点了“播放”1.8 秒后没有变化（步 {b['step']} → {a['step']}）")
+        elif not ok:
+            result.add(
+                "animation",
+                f"第 {i + 1} 个动画点了“播放” {timeout_ms / 1000:g} 秒后没有变化（步 {b['step']} → {after[i]['step']}）",
+            )
     return len(after)
+
+
+# 搜索页在显示结果的同时逐个 fetch 结果页来做摘要；数着还没完成的 fetch，等它们都完成再去下一个词，
+# 免得下一次跳转把它们中断（中断的请求会被记成失败）
+_COUNT_FETCHES_JS = r"""
+(() => {
+  const fetch0 = window.fetch.bind(window);
+  window.__shardlabPending = 0;
+  window.fetch = (...args) => {
+    window.__shardlabPending++;
+    return fetch0(...args).finally(() => { window.__shardlabPending--; });
+  };
+})();
+"""
 
 
 _SEARCH_JS = r"""
 async () => {
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < 200; i++) {
     if (!document.querySelector("#search-results")) break;  // 不是 Sphinx 的搜索页
-    // 搜索结束时 searchtools.js 在 p.search-summary 里写上结果数（而且已经取完每个结果页的摘要）
+    // 搜索结束时 searchtools.js 在 p.search-summary 里写上结果数；结果页摘要的 fetch 由 _COUNT_FETCHES_JS 数着
     const summary = document.querySelector("#search-results p.search-summary");
-    if (summary && summary.innerText.trim() && Search._pulse_status === -1) break;
+    if (summary && summary.innerText.trim() && Search._pulse_status === -1 && !window.__shardlabPending) break;
     await new Promise(r => setTimeout(r, 100));
   }
   return Array.from(document.querySelectorAll("#search-results ul.search li a")).map(a => a.href);
@@ -533,8 +573,7 @@ def _check_search(page, base: str, terms: dict[str, str], problems: list[str]) -
     found: dict[str, list[str]] = {}
     for term, want in terms.items():
         page.goto(f"{base}search.html?q={quote(term)}", wait_until="load")
-        hrefs = page.evaluate(_SEARCH_JS)
-        page.wait_for_load_state("networkidle")  # 结果页的摘要都取完，免得下一次 goto 把它们中断
+        hrefs = page.evaluate(_SEARCH_JS)  # 等到搜索结束、摘要都取完（_COUNT_FETCHES_JS）
         hits = sorted({urlparse(h).path.lstrip("/").removesuffix(".html") for h in hrefs})
         found[term] = hits
         if want not in hits:
