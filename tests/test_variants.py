@@ -130,7 +130,7 @@ def test_self_check_judges_against_the_notebooks_own_parameters(capsys):
 
 
 # ---- 在变体上运行解答笔记本 ----
-N_RUN = 3
+N_RUN = 2
 
 
 def _fresh(cell):
