@@ -453,7 +453,7 @@ def check_site(
             if search_terms:
                 current["page"] = "search"
                 spage = watch(context.new_page())
-                spage.add_init_script(_COUNT_FETCHES_JS)
+                spage.add_init_script(_NO_SUMMARIES_JS)
                 try:
                     report.search = _check_search(spage, server.base, search_terms, report.search_problems)
                 finally:
@@ -538,15 +538,18 @@ def _check_players(page, result: PageResult, timeout_ms: float = 3000) -> int:
     return len(after)
 
 
-# 搜索页在显示结果的同时逐个 fetch 结果页来做摘要；数着还没完成的 fetch，等它们都完成再去下一个词，
-# 免得下一次跳转把它们中断（中断的请求会被记成失败）
-_COUNT_FETCHES_JS = r"""
+# 搜索页显示结果的同时逐个 fetch 结果页、在主线程里解析它们来做摘要：每个词要几秒 CPU，而摘要不是这里检查的东西，
+# 跳到下一个词时没取完的 fetch 还会被记成失败的请求。所以在搜索页里把对 .html 的 fetch 直接答成空页（没有摘要），
+# 结果列表、排序与 searchindex.js 的查询都照常
+_NO_SUMMARIES_JS = r"""
 (() => {
   const fetch0 = window.fetch.bind(window);
-  window.__shardlabPending = 0;
-  window.fetch = (...args) => {
-    window.__shardlabPending++;
-    return fetch0(...args).finally(() => { window.__shardlabPending--; });
+  window.fetch = (input, init) => {
+    const url = new URL(typeof input === "string" ? input : input.url, location.href);
+    if (url.pathname.endsWith(".html")) {
+      return Promise.resolve(new Response("", {status: 200, headers: {"Content-Type": "text/html"}}));
+    }
+    return fetch0(input, init);
   };
 })();
 """
@@ -556,9 +559,9 @@ _SEARCH_JS = r"""
 async () => {
   for (let i = 0; i < 200; i++) {
     if (!document.querySelector("#search-results")) break;  // 不是 Sphinx 的搜索页
-    // 搜索结束时 searchtools.js 在 p.search-summary 里写上结果数；结果页摘要的 fetch 由 _COUNT_FETCHES_JS 数着
+    // 搜索结束时 searchtools.js 在 p.search-summary 里写上结果数（摘要的 fetch 由 _NO_SUMMARIES_JS 直接答空）
     const summary = document.querySelector("#search-results p.search-summary");
-    if (summary && summary.innerText.trim() && Search._pulse_status === -1 && !window.__shardlabPending) break;
+    if (summary && summary.innerText.trim() && Search._pulse_status === -1) break;
     await new Promise(r => setTimeout(r, 100));
   }
   return Array.from(document.querySelectorAll("#search-results ul.search li a")).map(a => a.href);
@@ -573,7 +576,7 @@ def _check_search(page, base: str, terms: dict[str, str], problems: list[str]) -
     found: dict[str, list[str]] = {}
     for term, want in terms.items():
         page.goto(f"{base}search.html?q={quote(term)}", wait_until="load")
-        hrefs = page.evaluate(_SEARCH_JS)  # 等到搜索结束、摘要都取完（_COUNT_FETCHES_JS）
+        hrefs = page.evaluate(_SEARCH_JS)  # 等到搜索结束
         hits = sorted({urlparse(h).path.lstrip("/").removesuffix(".html") for h in hrefs})
         found[term] = hits
         if want not in hits:
