@@ -35,12 +35,26 @@ def loop_class(tmp_path) -> Path:
     return subs
 
 
+def _busy_grader(subs: Path, out: Path, key_file: Path, env: dict | None = None):
+    """启动评分器，等到它评完 a_not_json、正在沙箱里跑那个吞掉中断的死循环"""
+    proc = start_grader(subs, out, key_file, "--cell-timeout", "20", env=env)
+    wait_for(lambda: (out / "results" / "a_not_json.json").exists() and sandboxes(out))
+    return proc
+
+
+def _rerun(subs: Path, out: Path, key_file: Path, env: dict | None = None) -> dict:
+    """再评一次同一个班（死循环 2 s 就超时），要正常结束；返回成绩册"""
+    proc = start_grader(subs, out, key_file, "--cell-timeout", "2", env=env)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    return json.loads((out / "gradebook.json").read_text(encoding="utf-8"))
+
+
 @pytest.mark.slow
 @needs_sandbox
 def test_first_ctrl_c_starts_no_new_sandbox_and_keeps_what_was_graded(tmp_path, key_file, loop_class):
     out = tmp_path / "out"
-    proc = start_grader(loop_class, out, key_file, "--cell-timeout", "20")
-    wait_for(lambda: (out / "results" / "a_not_json.json").exists() and sandboxes(out))
+    proc = _busy_grader(loop_class, out, key_file)
     time.sleep(1.0)  # 沙箱在跑第二份
     proc.send_signal(signal.SIGINT)
     t0 = time.monotonic()
@@ -58,8 +72,7 @@ def test_first_ctrl_c_starts_no_new_sandbox_and_keeps_what_was_graded(tmp_path, 
 @needs_sandbox
 def test_second_ctrl_c_exits_at_once_and_the_next_run_finishes(tmp_path, key_file, loop_class):
     out = tmp_path / "out"
-    proc = start_grader(loop_class, out, key_file, "--cell-timeout", "20")
-    wait_for(lambda: (out / "results" / "a_not_json.json").exists() and sandboxes(out))
+    proc = _busy_grader(loop_class, out, key_file)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.5)  # 第一次中断之后、评分器退出之前（以前：这时的第二次 Ctrl-C 打出 traceback，退出码 -2）
     proc.send_signal(signal.SIGINT)
@@ -69,10 +82,7 @@ def test_second_ctrl_c_exits_at_once_and_the_next_run_finishes(tmp_path, key_fil
     assert "Traceback" not in err  # 以前：第二次 Ctrl-C 打出 traceback，退出码 -2
     json.loads((out / "gradebook.json").read_text(encoding="utf-8"))  # 仍是完整的 JSON
     wait_for(lambda: not sandboxes(out), 30)
-    proc = start_grader(loop_class, out, key_file, "--cell-timeout", "2")
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
-    doc = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))
+    doc = _rerun(loop_class, out, key_file)
     assert {r["student"] for r in doc["submissions"]} == {"a_not_json", "b_loop", "c_correct"}
 
 
@@ -82,16 +92,12 @@ def test_killed_grader_leaves_nothing_for_the_next_run(tmp_path, key_file, loop_
     out, tmp = tmp_path / "out", tmp_path / "tmp"
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp)}
-    proc = start_grader(loop_class, out, key_file, "--cell-timeout", "20", env=env)
-    wait_for(lambda: (out / "results" / "a_not_json.json").exists() and sandboxes(out))
+    proc = _busy_grader(loop_class, out, key_file, env)
     proc.kill()
     proc.communicate(timeout=30)
     wait_for(lambda: not sandboxes(out), 30)  # --die-with-parent：沙箱跟着结束（负载高时内核退出要几秒）
     assert not list(tmp.iterdir())  # 以前：/tmp 里留下 shardlab-stage-*
-    proc = start_grader(loop_class, out, key_file, "--cell-timeout", "2", env=env)
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
-    doc = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))
+    doc = _rerun(loop_class, out, key_file, env)
     assert ".work" in doc["meta"]["cleaned_up"]
     assert not list((out / ".work").glob("*")) and not list(tmp.iterdir())
 
