@@ -65,12 +65,13 @@ def site(request) -> Path:
     return request.getfixturevalue("built_site")
 
 
-# ---- 整本书的共享构建：收集完就在后台开始，与单元测试同时进行 ----
-BUILD_USERS = {"built_site", "site"}  # 用到构建结果的夹具（site 在运行时才取 built_site，所以两个都列出）
+# ---- 整本书的共享构建：收集完就在后台开始，与前面的测试同时进行 ----
 
 
 def _uses_build(item) -> bool:
-    return bool(BUILD_USERS & set(getattr(item, "fixturenames", ())))
+    """用到构建结果的测试：site 在运行时才取 built_site，所以两个都算；给了 SHARDLAB_SITE 时 site 用现成的网站"""
+    users = {"built_site"} if os.environ.get("SHARDLAB_SITE") else {"built_site", "site"}
+    return bool(users & set(getattr(item, "fixturenames", ())))
 
 
 def _shared_dir(config) -> Path:
@@ -139,7 +140,8 @@ def pytest_collection_modifyitems(config, items):
 
     make test 用 ``--dist loadfile --no-loadscope-reorder``：xdist 按这里的顺序一个文件一个文件地分给空闲的进程。
     顺序是：有 slow 测试的文件（评分器、执行笔记本的，最费时）在前，用到构建的文件其次，其余单元测试最后。
-    构建与第一组同时进行，轮到第二组时它已经好了；浏览器检查在一个进程里跑的时候，另一个进程做单元测试。
+    构建与第一组同时进行，轮到第二组时它已经好了；两遍浏览器检查（test_site.py 的桌面、test_site_phone.py 的手机与搜索）
+    分给两个进程同时跑，之后两个进程一起做单元测试。
     """
     if config.option.collectonly:
         return
