@@ -61,7 +61,14 @@ def test_cjk_spaces_anchors_and_long_lines(tmp_path):
         f'<div class="cell_input"><pre>{long}</pre></div>'
         f'<details><div class="cell_input"><pre>{long}</pre></div></details></section>',
     )
-    _page(tmp_path, "good", '<section id="环形算法"><h2>环形算法</h2><p>时间。下一章</p></section>')
+    _page(
+        tmp_path,
+        "good",
+        '<section id="环形算法"><h2>环形算法</h2><p>时间。下一章</p>'
+        # 数学式与代码里的空格不算：数学式换成 X，代码整块跳过
+        '<p>公式<span class="math notranslate nohighlight">\\(\\text{单向。 带宽}\\)</span>在这</p>'
+        '<div class="highlight"><pre>中文。 中文</pre></div><div class="cell_input"><p>代码。 单元</p></div></section>',
+    )
     spaces = site_pages.cjk_spaces(tmp_path, ["bad", "good"])
     assert len(spaces) == 1 and "时间。 下一章" in spaces[0]
     assert [m.split(":")[0] for m in site_pages.auto_section_ids(tmp_path, ["bad", "good"])] == ["bad"]

@@ -12,11 +12,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
 
-from bs4 import BeautifulSoup
+from bs4 import BeautifulSoup, CData, NavigableString
 
 CODE_LINE_LIMIT = 88
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -33,6 +34,13 @@ _TOP_BOTTOM = re.compile(r"（[上下][）,，、]|[上下](?:栏|子图|半幅)
 
 
 def _soup(path: Path) -> BeautifulSoup:
+    """解析过的页面。几项检查读同一批页面，解析一次（按路径、修改时间与大小缓存）；不要改动它"""
+    st = path.stat()
+    return _parsed(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(path: Path, mtime_ns: int, size: int) -> BeautifulSoup:
     return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
 
 
@@ -88,22 +96,46 @@ def stray_glue_outputs(site: Path) -> list[str]:
 # ---------- 正文的排版 ----------
 
 
-def _prose(article):
-    """正文段落（去掉代码、数学式、脚本；数学式换成占位符，免得它两边的空格被当成问题）"""
-    for tag in article.select("pre, script, style, .highlight, div.cell_input, .output, mjx-container"):
-        tag.decompose()
-    for tag in article.select(".math"):
-        tag.replace_with("X")
-    return article.find_all(["p", "li", "figcaption", "td", "th", "dt", "h1", "h2", "h3", "h4"])
+_NOT_PROSE = "pre, script, style, .highlight, div.cell_input, .output, mjx-container"
+_PROSE_TAGS = ["p", "li", "figcaption", "td", "th", "dt", "h1", "h2", "h3", "h4"]
+
+
+def _prose(article) -> list[tuple[object, str]]:
+    """正文段落与它的文字：去掉代码、数学式、脚本，数学式换成占位符 X（免得它两边的空格被当成问题）
+
+    不改动解析好的页面（它是缓存的）：跳过的子树与数学式按 id 记下，取文字时绕开。
+    p、figcaption、td、th、dt 取全部文字；其余（li、标题）只取自己直接的文字，子段落各算各的。
+    """
+    skipped, maths = article.select(_NOT_PROSE), article.select(".math")
+    skip, math = {id(t) for t in skipped}, {id(t) for t in maths}
+    inside = skip | math | {id(d) for t in skipped + maths for d in t.find_all(_PROSE_TAGS)}
+
+    def text(node, deep: bool) -> str:
+        out = []
+        for child in node.children:
+            if isinstance(child, NavigableString):
+                if not deep or type(child) in (NavigableString, CData):
+                    out.append(str(child))
+            elif id(child) in skip:
+                continue
+            elif id(child) in math:
+                out.append("X")
+            elif deep:
+                out.append(text(child, True))
+        return "".join(out)
+
+    return [
+        (el, text(el, el.name in ("p", "figcaption", "td", "th", "dt")))
+        for el in article.find_all(_PROSE_TAGS)
+        if id(el) not in inside
+    ]
 
 
 def cjk_spaces(site: Path, pages: list[str]) -> list[str]:
     """中文标点后面或两个汉字之间的空白（网页上显示成一个多余的空格）"""
     found = []
     for page in pages:
-        for el in _prose(_article(_soup(Path(site) / f"{page}.html"))):
-            own = "".join(s for s in el.find_all(string=True, recursive=False))
-            text = el.get_text() if el.name in ("p", "figcaption", "td", "th", "dt") else own
+        for _, text in _prose(_article(_soup(Path(site) / f"{page}.html"))):
             for m in list(_SPACE_AFTER_PUNCT.finditer(text)) + list(_SPACE_BETWEEN_HAN.finditer(text)):
                 found.append(f"{page}: “{text[max(0, m.start() - 8) : m.end() + 8].strip()}”")
     return found
