@@ -1,6 +1,5 @@
 """测试的共同设置：在任何测试触碰 JAX 设备之前建立 8 个模拟 CPU 设备；整本书的共享构建"""
 
-import ast
 import json
 import os
 import shlex
@@ -22,7 +21,7 @@ RT = runtime.setup("cpu")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools import site_check  # noqa: E402
+from tools import site_check, site_pages  # noqa: E402
 
 IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 
@@ -170,20 +169,5 @@ def built_site(request) -> Path:
 
 @pytest.fixture(scope="session")
 def glued_text(built_site):
-    """``glued_text("book/ch05_collectives")``：那一页在构建时 glue 的文字（键 → 字符串）"""
-    return lambda page: glued_texts(built_site, page)
-
-
-def glued_texts(site: Path, page: str) -> dict[str, str]:
-    """构建时一页 glue 交给正文的文字：键 → 字符串
-
-    myst-nb 把每页的 glue 数据写在 _build/jupyter_execute/<页>.glue.json（键 → 输出）；字符串的 text/plain 是它的 repr。
-    """
-    path = site.parent / "jupyter_execute" / f"{page}.glue.json"
-    assert path.exists(), f"构建里没有 {page} 的 glue 数据：{path}"
-    out = {}
-    for name, output in json.loads(path.read_text(encoding="utf-8")).items():
-        plain = output.get("data", {}).get("text/plain")
-        if plain and plain[0] in "'\"" and isinstance(value := ast.literal_eval(plain), str):
-            out[name] = value
-    return out
+    """``glued_text("book/ch05_collectives")``：那一页在构建时 glue 的文字（键 → 字符串，tools/site_pages.py 读出）"""
+    return lambda page: site_pages.glued_strings(built_site, page)

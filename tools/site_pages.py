@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import re
@@ -59,12 +60,29 @@ def _text(output: dict) -> str | None:
     return "".join(plain) if isinstance(plain, list) else str(plain)
 
 
+def glue_outputs(nb_path: Path) -> dict[str, dict]:
+    """myst-nb 写在执行过的笔记本旁边的 glue 数据（<页>.glue.json）：名字 → 输出；这一页没有 glue 时为空"""
+    side = nb_path.with_suffix(".glue.json")
+    return json.loads(side.read_text(encoding="utf-8")) if side.exists() else {}
+
+
+def glued_strings(site: Path, page: str) -> dict[str, str]:
+    """构建时一页 glue 交给正文的文字：名字 → 字符串（字符串的 text/plain 是它的 repr）"""
+    nb_path = Path(site).parent / "jupyter_execute" / f"{page}.ipynb"
+    if not nb_path.exists():
+        raise FileNotFoundError(f"构建里没有执行过的 {page}：{nb_path}")
+    out = {}
+    for name, output in glue_outputs(nb_path).items():
+        plain = _text(output)
+        if plain and plain[0] in "'\"" and isinstance(value := ast.literal_eval(plain), str):
+            out[name] = value
+    return out
+
+
 def _glued_texts(nb_path: Path, cells: list) -> dict[str, str]:
     """这个笔记本 glue 过的值的 text/plain → 名字（myst-nb 把它们存在旁边的 .glue.json；也认单元里的 glue 输出）"""
     outputs = [out for cell in cells for out in cell.get("outputs", [])]
-    side = nb_path.with_suffix(".glue.json")
-    if side.exists():
-        outputs += list(json.loads(side.read_text(encoding="utf-8")).values())
+    outputs += list(glue_outputs(nb_path).values())
     glued = {}
     for out in outputs:
         book = out.get("metadata", {}).get("scrapbook")
