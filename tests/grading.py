@@ -1,6 +1,6 @@
-"""评分器测试共用的东西：夹具目录、限制、沙箱探测、参考答案表，以及启动评分器、等条件成立的小工具
+"""评分器测试共用的东西：夹具目录、限制、沙箱探测，以及启动评分器、等条件成立的小工具
 
-分在 test_grade.py（单元与小的端到端）、test_grade_class.py（有敌意的班级）、test_grade_interrupts.py（中断与真实笔记本）
+分在 test_grade.py（单元与小的端到端）、test_grade_class.py（有敌意的班级）、test_grade_interrupts.py（中断、被杀与两个评分器）
 三个文件里，让 pytest-xdist 把它们分给不同的进程。
 """
 
@@ -16,7 +16,6 @@ import pytest
 from markdown_it import MarkdownIt
 
 from shardlab.grade import inject, sandbox
-from shardlab.grade.key import registry_key
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "grader"
@@ -27,11 +26,6 @@ LIMITS = ["--cell-timeout", "4", "--wall", "60", "--memory-mb", "3072", "--nproc
 SANDBOXED = sys.platform == "linux" and sandbox.detect_mode() == "bwrap"
 UNSAFE_WITHOUT_SANDBOX = {"fork_bomb", "kill_grader", "read_nearby"}
 needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason="需要 root 与 bubblewrap（.ci/run 会安装）")
-
-
-def reference_key() -> dict:
-    """与 make answer-key 同样格式的答案表，数值来自参考算法（另有测试保证与解答笔记本一致）"""
-    return registry_key()
 
 
 def sandboxes(under: Path) -> list[str]:

@@ -28,14 +28,13 @@ from grading import (
     SANDBOXED,
     SEED,
     ch05_ids,
-    reference_key,
     render_tokens,
     sandboxes,
 )
 
 from shardlab import answers, check
 from shardlab.grade import cli, export, folder, inject, judge, junit, report, sandbox, text
-from shardlab.grade.key import AnswerKey, AnswerKeyError, load_key
+from shardlab.grade.key import AnswerKey, AnswerKeyError, load_key, registry_key
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="评分沙箱只支持 Linux")
 
@@ -128,7 +127,7 @@ def test_student_ids():
 
 def test_judging_plain_records():
     spec = answers.get("ch05-p1a")
-    key = AnswerKey.from_entries(reference_key())
+    key = AnswerKey.from_entries(registry_key())
     right = key.entries["ch05-p1a"]["value"]
     assert judge.judge_record(spec, {"value": right}, key, []).ok
     assert judge.judge_record(spec, {"value": right / 2}, key, []).status == "wrong"
@@ -198,7 +197,7 @@ def test_one_type_rule_for_self_check_and_grader(capsys):
 
 
 def test_key_must_agree_with_reference_functions(tmp_path):
-    key = reference_key()
+    key = registry_key()
     key["ch05-p3-fn"]["cases"][0]["value"] = 0.1
     path = tmp_path / "k.json"
     path.write_text(json.dumps(key), encoding="utf-8")
@@ -310,7 +309,7 @@ def test_results_are_never_stale(tmp_path, key_file, monkeypatch):
 
     run(key_file, "a.ipynb", "b.ipynb")
     first = mtimes()
-    changed = reference_key()
+    changed = registry_key()
     changed["ch05-p1a"]["value"] *= 2
     key2 = tmp_path / "key2.json"
     key2.write_text(json.dumps(changed), encoding="utf-8")
