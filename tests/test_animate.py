@@ -112,6 +112,8 @@ def test_player_is_self_contained_and_carries_a_print_strip():
     assert all(u.startswith("data:") for u in urls), urls
     assert "@media print" in html
     assert p.n_steps == 3
+    # 浏览器检查按页面上写的步长等它走一步（tools/site_check.py 的 _check_players）
+    assert f'data-interval="{animate.INTERVAL_MS}"' in html
     ids = re.findall(r'id="(shardlab-player-[^"]+)"', html + animate.ring_player("all_gather", 4).html())
     assert len(ids) == len(set(ids)) == 2, "同一页上的两个播放器 id 不能相同"
     with pytest.raises(ValueError):

@@ -508,18 +508,22 @@ def check_site(
 
 _PLAYER_STATE_JS = r"""
 () => Array.from(document.querySelectorAll(".shardlab-player")).map(p => ({
-  step: p.dataset.step, steps: p.dataset.steps, svg: p.querySelector(".sl-panels").innerHTML.length + ":" +
+  step: p.dataset.step, steps: p.dataset.steps, interval: p.dataset.interval, svg: p.querySelector(".sl-panels").innerHTML.length + ":" +
   Array.from(p.querySelectorAll(".sl-svg svg")).map(s => s.innerHTML).join("|")}))
 """
 
 
-def _check_players(page, result: PageResult, timeout_ms: float = 3000) -> int:
-    """每个播放器：点“播放”，等到步数与画面都变了（播放器每 1.1 秒走一步，最多等 timeout_ms）；返回检查过的播放器数"""
+PLAYER_WAIT_STEPS = 2.5  # 点“播放”之后最多等几步的时间（步长是播放器的 data-interval）
+
+
+def _check_players(page, result: PageResult) -> int:
+    """每个播放器：点“播放”，等到步数与画面都变了（最多等最慢那个播放器 PLAYER_WAIT_STEPS 步的时间）；返回检查过的播放器数"""
     before = page.evaluate(_PLAYER_STATE_JS)
     buttons = page.locator(".shardlab-player .sl-play")
     for i in range(buttons.count()):
         buttons.nth(i).scroll_into_view_if_needed()
         buttons.nth(i).click()
+    timeout_ms = PLAYER_WAIT_STEPS * max((float(b["interval"] or 1000) for b in before), default=1000)
     deadline = time.monotonic() + timeout_ms / 1000
     while True:
         after = page.evaluate(_PLAYER_STATE_JS)

@@ -349,10 +349,13 @@ render();
 _ids = itertools.count()
 
 
+INTERVAL_MS = 1100  # 播放时每一步停留的毫秒数（播放器的 data-interval）
+
+
 class Player:
     """可显示的动画播放器（Jupyter / Colab / 网站上显示为 HTML）；``html()`` 返回那段 HTML"""
 
-    def __init__(self, recordings: list[Recording], *, interval_ms: int = 1100, strip: bool = True):
+    def __init__(self, recordings: list[Recording], *, interval_ms: int = INTERVAL_MS, strip: bool = True):
         if not recordings:
             raise ValueError("player 需要至少一份记录")
         self.recordings = recordings
@@ -390,7 +393,8 @@ class Player:
         script = _SCRIPT % {"id": pid, "interval": self.interval_ms}
         return (
             f"<style>{_STYLE}</style>"
-            f'<div class="shardlab-player" id="{pid}" data-steps="{self.n_steps}" data-step="0">'
+            f'<div class="shardlab-player" id="{pid}" data-steps="{self.n_steps}" data-step="0"'
+            f' data-interval="{self.interval_ms}">'
             f'<script type="application/json">{safe}</script>'
             f'<div class="sl-panels">{panels}</div>'
             '<div class="sl-controls">'
@@ -406,7 +410,7 @@ class Player:
         return self.html()
 
 
-def player(*recordings: Recording, interval_ms: int = 1100, strip: bool = True) -> Player:
+def player(*recordings: Recording, interval_ms: int = INTERVAL_MS, strip: bool = True) -> Player:
     """把一份或几份记录做成播放器（几份时并排、同步播放）"""
     return Player(list(recordings), interval_ms=interval_ms, strip=strip)
 
