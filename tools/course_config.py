@@ -19,7 +19,7 @@ def colab_install_spec(config: dict) -> str:
     return f"shardlab @ git+{repo['url']}@{repo.get('branch', 'main')}"
 
 
-# 只用纯 Python 的代价模型、不碰 JAX 设备的笔记本：设置单元不调用 runtime.setup()，内核启动快一秒左右（评分时每份都省）
+# 只用纯 Python 的代价模型、不碰 JAX 设备的笔记本：设置单元不调用 runtime.setup()，内核里不启动 JAX（评分时每份提交都省下这段时间）
 NO_DEVICE_PAGES = {"exercises/ch05_exercises", "solutions/ch05_solutions"}
 
 
