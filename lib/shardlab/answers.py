@@ -66,12 +66,16 @@ class Answer:
 
     def __post_init__(self):
         if self.kind == "value":  # reference() 不带参数时取发布版
-            ref, assignment = self.reference, self.assignment
+            ref = self.reference
 
             def reference(p: Params | None = None) -> float:
-                return ref(problems.published(assignment) if p is None else p)
+                return ref(self.params(p))
 
             object.__setattr__(self, "reference", reference)
+
+    def params(self, p: Params | None = None) -> Params:
+        """本章的参数：给了 p 就是 p，没给（None）是发布版"""
+        return problems.published(self.assignment) if p is None else p
 
     @property
     def chapter(self) -> int:

@@ -62,7 +62,7 @@ def as_number(value) -> float | None:
 
 def _slip_hints(spec: answers.Answer, value: float, right: float, params=None) -> list[str]:
     """value 能由哪些常见失误（单个，或单位失误叠加一个别的失误）解释；params 是本章的参数（默认发布版）"""
-    params = problems.published(spec.assignment) if params is None else params
+    params = spec.params(params)
     unit_slips = answers.UNIT_SLIPS.get(spec.unit, ())
     wrongs = [(s.hint, s.wrong_value(right, params)) for s in spec.slips] if right else []
     found = [hint for hint, w in wrongs if _close(value, w, 0.02)]
