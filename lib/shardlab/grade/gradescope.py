@@ -27,7 +27,7 @@ import zipfile
 from pathlib import Path
 
 from shardlab import answers, problems, roster, variants
-from shardlab.grade import inject, judge, personal
+from shardlab.grade import inject, judge, personal, report
 from shardlab.grade import status as st
 from shardlab.grade.course import Course, CourseError
 from shardlab.grade.folder import Found, Unreadable, read_submission
@@ -131,9 +131,7 @@ def _fail(root: Path, message: str) -> dict:
 
 
 def _write(root: Path, res: dict) -> None:
-    path = root / "results" / "results.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(res, ensure_ascii=False, indent=1), encoding="utf-8")
+    report.atomic_write(root / "results" / "results.json", json.dumps(res, ensure_ascii=False, indent=1))
 
 
 def run(root: Path) -> dict:
