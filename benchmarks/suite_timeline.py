@@ -1,4 +1,4 @@
-"""make test 花在哪里：照 make test 的参数跑一遍 pytest，记下每个测试文件在哪个 xdist 进程里、何时开始、何时结束
+"""make test 花在哪里：跑一遍 make test，记下每个测试文件在哪个 xdist 进程里、何时开始、何时结束
 
     .venv/bin/python benchmarks/suite_timeline.py [--jobs 2] [--out build/suite_timeline.json] [-- 其他 pytest 参数]
 
@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -46,16 +47,19 @@ def pytest_sessionfinish(session):
 
 
 def run(jobs: int, extra: list[str]) -> dict:
+    """运行 ``make test JOBS=jobs``（README 的测试命令本身），计时插件经 PYTEST_ADDOPTS 加进去"""
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "shardlab_timeline_plugin.py").write_text(PLUGIN, encoding="utf-8")
-        env = dict(
-            os.environ, SHARDLAB_TIMELINE_DIR=tmp, PYTHONPATH=os.pathsep.join([tmp, os.environ.get("PYTHONPATH", "")])
+        addopts = " ".join(
+            ["-p shardlab_timeline_plugin", *map(shlex.quote, extra), os.environ.get("PYTEST_ADDOPTS", "")]
         )
-        env.setdefault("COURSE_PROFILE", "cpu")
-        env.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
-        env.setdefault("JUPYTER_PATH", str(Path(sys.prefix) / "share" / "jupyter"))
-        cmd = [sys.executable, "-m", "pytest", "-n", str(jobs), "--dist", "loadfile", "--no-loadscope-reorder", "-q"]
-        cmd += ["-p", "shardlab_timeline_plugin", *extra]
+        env = dict(
+            os.environ,
+            SHARDLAB_TIMELINE_DIR=tmp,
+            PYTHONPATH=os.pathsep.join([tmp, os.environ.get("PYTHONPATH", "")]),
+            PYTEST_ADDOPTS=addopts.strip(),
+        )
+        cmd = ["make", "test", f"JOBS={jobs}"]
         start = time.time()
         proc = subprocess.run(cmd, cwd=ROOT, env=env)
         wall = time.time() - start
