@@ -19,6 +19,7 @@ from pathlib import Path
 
 from shardlab import answers
 from shardlab.grade import status as st
+from shardlab.grade.text import csv_cell
 
 NO_SUBMISSION = "没有提交"
 
@@ -97,11 +98,6 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
-def _cell(text: str) -> str:
-    """电子表格里不让学生的文字变成公式（= + - @ 开头）"""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
 def wide_csv(pids: list[str], table: list[dict]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")
@@ -109,8 +105,8 @@ def wide_csv(pids: list[str], table: list[dict]) -> str:
     for row in table:
         w.writerow(
             [
-                _cell(row["id"]),
-                _cell(row["name"]),
+                csv_cell(row["id"]),
+                csv_cell(row["name"]),
                 *(_num(row["points"][p]) for p in pids),
                 _num(row["total"]),
                 _num(row["max"]),
@@ -127,7 +123,7 @@ def canvas_csv(table: list[dict], assignment: str) -> str:
     maximum = table[0]["max"] if table else 0
     w.writerow(["    Points Possible", "", "", "", "", _num(maximum)])
     for row in table:
-        w.writerow([_cell(row["name"] or row["id"]), "", _cell(row["id"]), "", "", _num(row["total"])])
+        w.writerow([csv_cell(row["name"] or row["id"]), "", csv_cell(row["id"]), "", "", _num(row["total"])])
     return "\ufeff" + buf.getvalue()
 
 
