@@ -74,11 +74,13 @@ exercises: $(STAMP)
 answer-key: $(STAMP)
 	$(BIN)/python -m shardlab.grade.key --course . --out build/answer_key.json
 
-# 教师用评分：make grade SUBMISSIONS=<目录或通配符> OUT=<目录> [JOBS=2] [CHAPTER=5] [FORCE=1] [ROSTER=… SECRET=…] [WEIGHTS=…]
+# 教师用评分：make grade SUBMISSIONS=<目录或通配符> OUT=<目录> [JOBS=2] [CHAPTER=5] [FORCE=1] [ROSTER=… SECRET=…] [WEIGHTS=…] [CANVAS_COLUMN=…]
+# 路径都可以在仓库外面（教师指南用 ~/course-admin/…）
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "用法：make grade SUBMISSIONS=<目录或通配符> OUT=<目录>"; exit 2; }
 	$(BIN)/shardlab-grade "$(SUBMISSIONS)" --out "$(OUT)" --course . -j $(JOBS) $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(FORCE),--force) \
-		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(SECRET),--secret-file "$(SECRET)") $(if $(WEIGHTS),--weights "$(WEIGHTS)")
+		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(SECRET),--secret-file "$(SECRET)") $(if $(WEIGHTS),--weights "$(WEIGHTS)") \
+		$(if $(CANVAS_COLUMN),--canvas-column "$(CANVAS_COLUMN)")
 
 # 个人版练习：make assign ROSTER=<花名册.csv> SECRET=<密钥文件> OUT=<目录> [SOLUTIONS=1] [FORCE=1]
 assign: $(STAMP)

@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/assign_bench.py [--students 30] [--chapter 5] [-j 2] [--keep DIR]
 
 报告：写出个人版的时间；按个人版评分的总时间与每份的时间（含沙箱）；检查
-(1) 填自己正确答案的提交全部满分；(2) 填书上（发布版）答案的提交，每个随参数变化的答案都是 0 分、状态 copied-published；
+(1) 填自己正确答案的提交全部满分，没有一份被标为需要核对；(2) 填书上（发布版）答案的提交，每个随参数变化的答案都是 0 分
+（状态 wrong），每份都在 ta/integrity.csv 里对发布版标为需要核对；
 (3) 两次 --force 得到逐字节相同的 gradebook.csv 与 grades_wide.csv。任何一条不满足时退出码 1。
 """
 
@@ -28,14 +29,14 @@ GRADE = Path(sys.executable).with_name("shardlab-grade")
 
 
 def answer_cells(nb) -> dict[str, int]:
-    from shardlab import answers
+    from shardlab.exercise import answers
 
     return {t: k for k, c in enumerate(nb.cells) for t in c.metadata.get("tags", []) if t in answers.ANSWERS}
 
 
 def fill(exercise, solution, values: dict[str, float]):
     """把练习笔记本的每个答案单元换成答案：数值答案写成 values 里的数，函数答案用解答里的函数"""
-    from shardlab import answers
+    from shardlab.exercise import answers
 
     sol = answer_cells(solution)
     for aid, k in answer_cells(exercise).items():
@@ -47,10 +48,10 @@ def fill(exercise, solution, values: dict[str, float]):
     return exercise
 
 
-def make_class(work: Path, n: int, assignment: str) -> tuple[Path, Path, Path, Path, float]:
-    """花名册、密钥、个人版；两个提交目录：own/<id>/…（自己的答案）与 published/<id>_….ipynb（书上的答案）"""
-    from shardlab import answers, roster, variants
+def make_class(work: Path, n: int, assignment: str, published: bool = True) -> tuple[Path, Path, Path, Path, float]:
+    """花名册、密钥、个人版；两个提交目录：own/<id>/…（自己的答案）与 published/<id>_….ipynb（书上的答案，published=False 时不写）"""
     from shardlab.assign import cli
+    from shardlab.exercise import answers, roster, variants
 
     roster_path = work / "roster.csv"
     roster_path.write_text("id,name\n" + "".join(f"s{k:03d},学生{k}\n" for k in range(n)), encoding="utf-8")
@@ -61,16 +62,18 @@ def make_class(work: Path, n: int, assignment: str) -> tuple[Path, Path, Path, P
     cli.assign(students, secret.read_bytes(), work / "assigned", ROOT, (assignment,))
     t_assign = time.perf_counter() - start
     solution = nbformat.read(ROOT / "solutions" / f"{assignment}_solutions.ipynb", 4)
-    published = {a.id: a.value() for a in answers.chapter_answers(assignment) if a.kind == "value"}
+    book = {a.id: a.value() for a in answers.chapter_answers(assignment) if a.kind == "value"}
+    drawn = variants.for_class(secret.read_bytes(), assignment, [s.id for s in students])
     for s in students:
         nb = nbformat.read(work / "assigned" / s.id / f"{assignment}_exercises.ipynb", 4)
-        params = variants.for_student(secret.read_bytes(), assignment, s.id)
+        params = drawn[s.id]
         own = {a.id: a.value(params) for a in answers.chapter_answers(assignment) if a.kind == "value"}
         (work / "own" / s.id).mkdir(parents=True)
         nbformat.write(fill(nb, solution, own), work / "own" / s.id / f"{assignment}_exercises.ipynb")
         (work / "published").mkdir(exist_ok=True)
-        nb = nbformat.read(work / "assigned" / s.id / f"{assignment}_exercises.ipynb", 4)
-        nbformat.write(fill(nb, solution, published), work / "published" / f"{s.id}_{assignment}.ipynb")
+        if published:
+            nb = nbformat.read(work / "assigned" / s.id / f"{assignment}_exercises.ipynb", 4)
+            nbformat.write(fill(nb, solution, book), work / "published" / f"{s.id}_{assignment}.ipynb")
     return roster_path, secret, work / "own", work / "published", t_assign
 
 
@@ -85,24 +88,36 @@ def grade(subs: Path, out: Path, roster_path: Path, secret: Path, chapter: int, 
 
 
 def gradebook(out: Path) -> list[dict]:
-    with open(out / "gradebook.csv", encoding="utf-8") as f:
+    with open(out / "gradebook.csv", encoding="utf-8-sig") as f:
         return list(csv.DictReader(f))
+
+
+def flagged(out: Path) -> list[dict]:
+    """ta/integrity.csv 里标为需要核对的行"""
+    with open(out / "ta" / "integrity.csv", encoding="utf-8-sig") as f:
+        return [r for r in csv.DictReader(f) if r["flagged"] == "yes"]
 
 
 def check_class(own_out: Path, pub_out: Path, assignment: str) -> list[str]:
     """(1)、(2) 两条；返回不满足之处"""
-    from shardlab import answers
+    from shardlab.exercise import answers
 
     bad = []
     for row in gradebook(own_out):
         if row["status"] != "correct":
             bad.append(f"自己的答案：{row['student']} {row['problem']} {row['status']} {row['message']}")
+    if flagged(own_out):
+        bad.append(f"自己的答案被标为需要核对：{flagged(own_out)[:3]}")
     varies = {a.id for a in answers.chapter_answers(assignment) if a.kind == "value" and a.varies}
     for row in gradebook(pub_out):
-        if row["problem"] in varies and (row["status"] != "copied-published" or float(row["points"]) != 0):
+        if row["problem"] in varies and (row["status"] != "wrong" or float(row["points"]) != 0):
             bad.append(f"书上的答案：{row['student']} {row['problem']} {row['status']}")
         if row["problem"] not in varies and row["status"] != "correct":
             bad.append(f"书上的答案（与参数无关的题）：{row['student']} {row['problem']} {row['status']}")
+    students = {r["student"] for r in gradebook(pub_out)}
+    caught = {r["student"] for r in flagged(pub_out) if r["source"] == "发布版"}
+    if caught != students:
+        bad.append(f"抄书上答案的提交没有全部标为需要核对：{sorted(students - caught)[:5]}")
     return bad
 
 

@@ -56,6 +56,7 @@ PLANTED = [
     ("core-pure-python", "cost.py", "import jax  # planted"),
     ("grade-no-jax", "grade/__init__.py", "import jax  # planted"),
     ("layers", "collectives.py", "from shardlab import plots  # planted"),
+    ("exercise-layers", "exercise/problems.py", "from shardlab.exercise import judge  # planted"),
     ("no-cycles", "bench/model.py", "from shardlab.bench import cli  # planted"),
 ]
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from grading import render_tokens  # tests/grading.py
 from nbclient import NotebookClient
 
-from shardlab import answers, problems, roster, variants
 from shardlab.assign import cli, personalize
+from shardlab.exercise import answers, problems, roster, variants
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,6 +55,7 @@ def test_roster_reads_ids_and_names_with_bom_and_extra_columns(tmp_path):
         ("id,name\nCON,a\n", "保留文件名（reserved name）"),
         ("id,name\n,a\n", "是空的"),
         ("id,name\n" + "x" * 65 + ",a\n", "超过 64"),
+        ("id,name\n" + "\U0001d49c" * 17 + ",a\n", "超过 64 个字节"),  # 17 个 4 字节的字 = 68 字节（以前按字符数放行）
         ("id,name\n5\n", "列数不够"),
         ("id,name\n5,\n", "姓名（name）是空的"),
     ],
@@ -88,7 +90,7 @@ def test_assign_writes_personal_notebooks_with_plain_numbers(course, capsys):
     record = json.loads((out / "variants.json").read_text(encoding="utf-8"))
     for sid in ("2024001", "2024002", "stu_3"):
         for assignment in problems.ASSIGNMENTS:
-            params = variants.for_student(key, assignment, sid)
+            params = variants.for_class(key, assignment, ["2024001", "2024002", "stu_3"])[sid]
             assert record[sid][assignment] == json.loads(json.dumps(params))
             nb = nbformat.read(out / sid / f"{assignment}_exercises.ipynb", as_version=4)
             nbformat.validate(nb)
@@ -96,7 +98,7 @@ def test_assign_writes_personal_notebooks_with_plain_numbers(course, capsys):
             found = {}
             for cell in nb.cells:
                 if personalize.PARAM_TAG in cell.metadata.get("tags", []):
-                    found.update(personalize.assigned_values(cell.source))
+                    found.update(problems.cell_values(cell.source))
                 assert "shardlab.variants" not in cell.source and "for_student" not in cell.source  # 没有查表
                 assert not cell.get("outputs")
             assert {k: found[k] for k in params} == params
@@ -178,3 +180,37 @@ def test_personal_notebook_self_check_accepts_own_answers_and_rejects_the_books(
     for spec in answers.chapter_answers(assignment):
         if spec.kind == "value" and spec.varies:
             assert f"✗ {spec.id}" in text, spec.id
+
+
+def test_names_are_escaped_files_are_private_and_planted_links_are_not_followed(tmp_path, capsys):
+    roster_path = _roster(tmp_path, 'id,name\ns1,"<img src=x onerror=alert(1)> [x](http://e.x)"\ns2,李四\n')
+    secret = tmp_path / "secret.key"
+    assert cli.main(["--new-secret", str(secret)]) == 0
+    assert oct(secret.stat().st_mode & 0o777) == "0o600"
+    assert cli.main(["--new-secret", str(secret)]) == 2 and "不会覆盖" in capsys.readouterr().err
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("不能被改写", encoding="utf-8")
+    (out / "s2").mkdir()
+    (out / "s2" / ".ch05_exercises.ipynb.tmp").symlink_to(victim)  # 以前：固定的临时文件名，跟着链接写到了别处
+    assert _run(roster_path, secret, out, "--solutions") == 0
+    assert victim.read_text(encoding="utf-8") == "不能被改写"
+    note = nbformat.read(out / "s1" / "ch05_exercises.ipynb", 4).cells[1].source
+    assert not render_tokens(note) & {"html_inline", "html_block", "link_open", "image"}  # 名字里的 HTML 与链接被转义
+    assert "onerror" in note  # 名字还在，只是成了文字
+    modes = {p.relative_to(out).as_posix(): oct(p.stat().st_mode & 0o777) for p in out.rglob("*.ip*")}
+    assert modes["s1/ch05_exercises.ipynb"] == "0o640" and modes["s1/ch05_solutions.ipynb"] == "0o600"
+    assert oct((out / "variants.json").stat().st_mode & 0o777) == "0o600"
+    (out / "s2").rename(tmp_path / "moved")
+    (out / "s2").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    assert _run(roster_path, secret, out, "--force") == 2
+    assert "符号链接" in capsys.readouterr().err and not (tmp_path / "elsewhere").exists()
+
+
+def test_weak_secret_is_refused(tmp_path, capsys):
+    roster_path = _roster(tmp_path, "id,name\n1,x\n")
+    weak = tmp_path / "weak"
+    weak.write_text("2024-09-01")
+    assert _run(roster_path, weak, tmp_path / "out") == 2
+    assert "至少要 16 个" in capsys.readouterr().err and not (tmp_path / "out").exists()

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from shardlab import answers, check, units
+from shardlab import check, units
+from shardlab.exercise import answers
 
 ROOT = Path(__file__).resolve().parent.parent
 CH05 = ROOT / "book" / "ch05_collectives.md"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from shardlab import answers, check
+from shardlab import check
+from shardlab.exercise import answers
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = ROOT / "book" / "ch06_sharded_matmul.md"

@@ -5,8 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from shardlab import answers, cost, hardware
+from shardlab import cost, hardware
 from shardlab.check import CORRECT, INVALID, MISSING, WRONG, check, evaluate
+from shardlab.exercise import answers
 
 VALUE_IDS = [a.id for a in answers.ANSWERS.values() if a.kind == "value"]
 FUNCTION_IDS = [a.id for a in answers.ANSWERS.values() if a.kind == "function"]
@@ -150,3 +151,14 @@ def test_close_handles_zero_and_tolerance():
     assert evaluate("ch05-p1a", r * 1.01).status == CORRECT
     assert evaluate("ch05-p1a", r * 1.05).status == WRONG
     assert not math.isnan(r)
+
+
+def test_readme_lists_every_problem_parameter():
+    from pathlib import Path
+
+    from shardlab.exercise import problems
+
+    readme = (Path(__file__).resolve().parent.parent / "solutions" / "README.md").read_text(encoding="utf-8")
+    for assignment in problems.ASSIGNMENTS:
+        for p in problems.params_of(assignment):
+            assert f"| {assignment} | `{p.name}` |" in readme, (assignment, p.name)

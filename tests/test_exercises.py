@@ -12,7 +12,7 @@ import pytest
 from grading import SANDBOXED, statuses  # tests/grading.py：评分器测试共用的东西
 from nbclient import NotebookClient
 
-from shardlab import answers
+from shardlab.exercise import answers
 from shardlab.grade import cli, inject
 from shardlab.grade.course import Course
 from shardlab.grade.key import load_key

@@ -32,8 +32,10 @@ from grading import (
     sandboxes,
 )
 
-from shardlab import answers, check
-from shardlab.grade import cli, export, folder, inject, judge, junit, report, sandbox, text
+from shardlab import untrusted
+from shardlab.exercise import answers
+from shardlab.exercise.judge import judge_value
+from shardlab.grade import cli, export, folder, inject, judge, junit, report, sandbox
 from shardlab.grade.key import AnswerKey, AnswerKeyError, load_key, registry_key
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="评分沙箱只支持 Linux")
@@ -69,7 +71,8 @@ def test_key_never_enters_the_graded_notebook_or_sandbox(tmp_path, key_file):
         if path.is_file():
             body = path.read_text(encoding="utf-8", errors="replace")
             assert not [s for s in secrets if s in body], path
-    assert "def ch05_p1a" not in (stage / "shardlab" / "answers.py").read_text(encoding="utf-8")
+    assert "def v4p_gather_x" not in (stage / "shardlab" / "exercise" / "answers.py").read_text(encoding="utf-8")
+    assert "def v4p_gather_x" in Path(answers.__file__).read_text(encoding="utf-8")  # 真正的参考算法在库里
 
 
 def test_plugin_imports_from_the_staged_library(tmp_path):
@@ -170,7 +173,7 @@ def test_hidden_inputs_are_a_function_of_the_seed_and_include_the_examples():
 
 
 def test_one_type_rule_for_self_check_and_grader(capsys):
-    """自检与评分器对“是不是数”只有一个答案：导出单元里运行的就是 check.as_number 的源码"""
+    """自检与评分器对“是不是数”只有一个答案：导出单元里运行的就是 judge.as_number 的源码"""
     values = {
         "i": 3,
         "f": 2.5,
@@ -191,7 +194,7 @@ def test_one_type_rule_for_self_check_and_grader(capsys):
     got = export.parse_exports(capsys.readouterr().out)
     spec = answers.get("ch05-p1a")
     for name, value in values.items():
-        invalid_in_check = check.judge_value(spec, value, 1.0).status == "invalid"
+        invalid_in_check = judge_value(spec, value, 1.0).status == "invalid"
         assert ("invalid" in got[name]) == invalid_in_check, (name, got[name])
     assert {k for k, v in got.items() if "invalid" in v} == {"ab", "b", "s", "l", "a1", "c", "as"}
 
@@ -292,7 +295,7 @@ def test_sandbox_limits_bite(tmp_path):
 
 
 def test_results_are_never_stale(tmp_path, key_file, monkeypatch):
-    """缓存键含答案表、评分代码（answers/check/评分器）与种子；成绩册标出不是在这次的键下评的结果"""
+    """缓存键含答案表、评分代码（练习系统与评分器）、种子与权重；成绩册只有这次找到的提交，以前的结果不进汇总"""
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
     shutil.copy(FIXTURES / "not_json.ipynb", subs / "a.ipynb")
@@ -313,16 +316,18 @@ def test_results_are_never_stale(tmp_path, key_file, monkeypatch):
     changed["ch05-p1a"]["value"] *= 2
     key2 = tmp_path / "key2.json"
     key2.write_text(json.dumps(changed), encoding="utf-8")
-    doc = run(key2, "a.ipynb")  # 只重评 a：b 的结果是旧答案表下的，标出来
-    current = {r["student"]: r["current"] for r in doc["summary"]}
-    assert current == {"a": True, "b": False}
-    totals = {r["student"]: r["current"] for r in csv.DictReader((out / "totals.csv").open(encoding="utf-8"))}
-    assert totals == {"a": "yes", "b": "no"}
-    doc = run(key2, "a.ipynb", "b.ipynb")
-    assert mtimes()["a"] == mtimes()["a"] and all(r["current"] for r in doc["summary"])
+    doc = run(
+        key2, "a.ipynb"
+    )  # 只评 a：b 的旧结果（旧答案表下的）不进这次的成绩册和汇总（以前：标成 current = no 照样导出）
+    assert [r["student"] for r in doc["summary"]] == ["a"] and doc["meta"]["not_in_this_run"] == ["b.json"]
+    totals = [r["student"] for r in csv.DictReader((out / "totals.csv").open(encoding="utf-8-sig"))]
+    wide = [r["id"] for r in csv.DictReader((out / "grades_wide.csv").open(encoding="utf-8-sig"))]
+    assert totals == wide == ["a"]
+    doc = run(key2, "a.ipynb", "b.ipynb")  # b 的结果是旧答案表下的：重评，a 用缓存
+    assert mtimes()["b"] != first["b"] and {r["key"] for r in doc["submissions"]} == {load_key(key2).fingerprint}
     before = mtimes()
     monkeypatch.setattr("shardlab.grade.submission.code_fingerprint", lambda: "tolerance-changed")
-    doc = run(key2, "a.ipynb", "b.ipynb")  # answers.py 的容差改了：评分代码的指纹变了，全部重评
+    doc = run(key2, "a.ipynb", "b.ipynb")  # 练习系统的容差改了：评分代码的指纹变了，全部重评
     after = mtimes()
     assert all(after[s] != before[s] for s in ("a", "b")) and first["a"] != after["a"]
     assert {r["code"] for r in doc["submissions"]} == {"tolerance-changed"}
@@ -403,15 +408,15 @@ def test_report_with_entities_or_dtd_is_refused():
 
 
 def test_untrusted_text_helpers():
-    assert text.clean("a\ud800b\x1b[2Jc\u202e") == "a\ufffdb[2Jc"
-    assert text.clean(b"\xff ok") == "\ufffd ok"
-    assert len(text.clean("x" * 10_000, 100)) < 130
+    assert untrusted.clean("a\ud800b\x1b[2Jc\u202e") == "a\ufffdb[2Jc"
+    assert untrusted.clean(b"\xff ok") == "\ufffd ok"
+    assert len(untrusted.clean("x" * 10_000, 100)) < 130
     for bad in ("=1+1", "+1", "-1", "@SUM(A1)", "\tx", " =1", "\r=x"):
-        assert text.csv_cell(bad).startswith("'"), bad
-    assert text.csv_cell("正确") == "正确"
+        assert untrusted.csv_cell(bad).startswith("'"), bad
+    assert untrusted.csv_cell("正确") == "正确"
     evil = "<script>x</script> [a](http://e.x) ![i](http://e.x/i.png) http://e.x www.e.x a@b.cd ``` *b*"
-    assert not render_tokens(text.md_inline(evil)) & {"html_inline", "link_open", "image"}
-    assert render_tokens(text.md_block("```\n<b>x</b>\n```")) == {"fence"}
+    assert not render_tokens(untrusted.md_inline(evil)) & {"html_inline", "link_open", "image"}
+    assert render_tokens(untrusted.md_block("```\n<b>x</b>\n```")) == {"fence"}
 
 
 def test_once_interrupted_the_grader_ignores_ctrl_c_while_it_exits():

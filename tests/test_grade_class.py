@@ -139,7 +139,7 @@ def test_partial_submission_points_and_hints(batch):
     assert "bf16" in msg["ch05-p1a"] and "微秒" in msg["ch05-p1b"]
     fb = (batch["out"] / "feedback" / "partial.md").read_text(encoding="utf-8")
     assert "✗ `ch05-p1a`" in fb and "✓ `ch05-p1c`" in fb and "ZeroDivisionError" in fb and "bf16" in fb
-    rows = list(csv.DictReader((batch["out"] / "gradebook.csv").open(encoding="utf-8")))
+    rows = list(csv.DictReader((batch["out"] / "gradebook.csv").open(encoding="utf-8-sig")))
     mine = {r["problem"]: r for r in rows if r["student"] == "partial"}
     assert (
         mine["ch05-p1c"]["points"] == "1"
@@ -284,8 +284,9 @@ def test_outputs_atomic_and_complete(batch):
 
 
 @pytest.mark.slow
-def test_rerun_skips_and_force_regrades(batch, key_file, capsys):
-    out, subs = batch["out"], batch["subs"]
+def test_rerun_skips_and_force_regrades(batch, key_file, capsys, tmp_path):
+    out, subs = tmp_path / "out", batch["subs"]
+    shutil.copytree(batch["out"], out)  # 别的测试还要读这一批的成绩册：在副本上重跑
     before = {p.name: p.stat().st_mtime_ns for p in (out / "results").glob("*.json")}
     mode = [] if SANDBOXED else ["--sandbox", "rlimit"]
     rc = cli.main(
@@ -314,7 +315,8 @@ def test_rerun_skips_and_force_regrades(batch, key_file, capsys):
     after = {p.name: p.stat().st_mtime_ns for p in (out / "results").glob("*.json")}
     assert after["not_json.json"] != before["not_json.json"] and after["correct.json"] == before["correct.json"]
     doc = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))
-    assert len(doc["submissions"]) == len(before)  # 跳过的也留在成绩册里
+    assert len(doc["submissions"]) == 2  # 成绩册只有这次列出的提交；别的结果文件还在 results/，不进汇总
+    assert len(doc["meta"]["not_in_this_run"]) == len(before) - 2
 
 
 # ---- 有敌意的班级（issue：评分器以外的部分）----
@@ -332,7 +334,7 @@ def test_ten_good_submissions_in_a_hostile_class_get_full_marks(batch):
         res = batch["res"][sid]
         assert _full(res), (sid, statuses(res))
         assert res["file"] == f"{sid}/ch05_exercises.ipynb"  # 每个学生一个子目录：id 是目录名，成绩册带相对路径
-    rows = list(csv.DictReader((batch["out"] / "gradebook.csv").open(encoding="utf-8")))
+    rows = list(csv.DictReader((batch["out"] / "gradebook.csv").open(encoding="utf-8-sig")))
     assert {r["file"] for r in rows if r["student"] == "s01"} == {"s01/ch05_exercises.ipynb"}
 
 
@@ -420,10 +422,10 @@ def test_hostile_text_is_inert_everywhere_an_instructor_looks(batch):
     st_ = statuses(res)
     assert st_["ch05-p3-fn"] == "error" and st_["ch05-p1a"] == "invalid"
     assert res["points"] == res["max_points"] - 2
-    for row in csv.reader((out / "gradebook.csv").open(encoding="utf-8")):
+    for row in csv.reader((out / "gradebook.csv").open(encoding="utf-8-sig")):
         for cell in row:
             assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell
-    rows = list(csv.DictReader((out / "gradebook.csv").open(encoding="utf-8")))
+    rows = list(csv.DictReader((out / "gradebook.csv").open(encoding="utf-8-sig")))
     assert any("HYPERLINK" in r["message"] for r in rows if r["student"] == "hostile_text")
     assert any(r["file"].startswith("'=HYPERLINK") for r in rows)
     for fb in (out / "feedback").glob("*.md"):

@@ -1,17 +1,22 @@
-"""按个人版评分：提交认人、每个学生自己的答案表、抄来的答案、确定的隐藏输入、教师用的汇总"""
+"""按个人版评分：提交认人、每个学生自己的答案表、先认失误再谈抄袭、抄袭的证据只给助教、核对密钥、教师用的汇总"""
 
 import csv
 import io
+import itertools
 import json
 import os
+import shutil
 import stat
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
+from grading import render_tokens  # tests/grading.py
 
-from shardlab import answers, roster, variants
-from shardlab.grade import folder, judge, outputs, personal, report, status
+from shardlab.exercise import answers, roster, variants
+from shardlab.exercise.judge import WRONG, judge_value
+from shardlab.grade import cli, folder, identify, integrity, judge, outputs, personal, report, status
 from shardlab.grade.key import AnswerKey, registry_key
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import assign_bench  # noqa: E402
 
-SECRET = b"instructor secret"
-STUDENTS = [roster.Student("s1", "张三", 2), roster.Student("s2", "李四", 3), roster.Student("s3", "王五", 4)]
+SECRET = b"instructor secret, 32 bytes long"
+STUDENTS = [roster.Student(f"s{k}", f"学生{k}", k + 2) for k in range(1, 13)]
 
 
 def _published_key() -> AnswerKey:
@@ -32,142 +37,238 @@ def key():
     return personal.PersonalKey.build(_published_key(), STUDENTS, SECRET)
 
 
-@pytest.mark.parametrize(
-    ("rel", "sid"),
+# ---- 提交 → 学生 ----
+TABLE = identify.Roster(
     [
-        ("s1/ch05_exercises.ipynb", "s1"),
-        ("s2_ch05.ipynb", "s2"),
-        ("s3.ipynb", "s3"),
-        ("s1x_ch05.ipynb", None),
-        ("zz/ch05.ipynb", None),
-        ("S1_ch05.ipynb", None),
+        roster.Student("li", "李", 2),
+        roster.Student("li_wei", "李伟", 3),
+        roster.Student("s005", "Zhang Wang", 4, lms_id="12345"),
+        roster.Student("S002", "赵", 5),
+        roster.Student("alice", "Alice Smith", 6, email="alice@uni.edu"),
+        roster.Student("王小明", "王小明", 7),
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("parts", "embedded", "sid"),
+    [
+        (("li_wei.ipynb",), None, "li_wei"),  # 以前：前缀 li 先匹配上，li_wei 永远评不到
+        (("li_wei_ch05.ipynb",), None, "li_wei"),
+        (("li_ch05.ipynb",), None, "li"),
+        (("s002.ipynb",), None, "S002"),  # 不分大小写（以前：认不出）
+        (("ch05_exercises_s005.ipynb",), None, "s005"),  # id 在文件名后面（以前：认不出）
+        (("alice_ch05 (1).ipynb",), None, "alice"),  # 浏览器重复下载加的 (1)
+        (("zhangwang_12345_67890_ch05_exercises.ipynb",), None, "s005"),  # Canvas 批量下载（以前：认不出）
+        (("zhangwang_LATE_12345_67890_ch05_exercises-1.ipynb",), None, "s005"),  # Canvas 迟交
+        (("smithalice_999_1_ch05.ipynb",), None, "alice"),  # Canvas，花名册没有 lms_id：按姓名
+        (("Alice Smith_777_assignsubmission_file_", "ch05.ipynb"), None, "alice"),  # Moodle 的文件夹
+        ((unicodedata.normalize("NFD", "王小明"), "ch05.ipynb"), None, "王小明"),  # macOS 写的 NFD 文件夹名
+        (("homework.ipynb",), "alice", "alice"),  # 名字认不出：笔记本里写的 id 作证
+        (("homework.ipynb",), "nobody", None),
+        (("homework.ipynb",), None, None),
+        (("li_wei_and_alice.ipynb",), None, None),  # 能对上两个人：不猜
+        (("li_wei_and_alice.ipynb",), "alice", "alice"),  # 笔记本里写的 id 是候选之一：按它
     ],
 )
-def test_submissions_map_to_roster_ids_by_folder_or_prefix(tmp_path, rel, sid):
-    (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-    (tmp_path / rel).write_text("{}", encoding="utf-8")
-    found = folder.scan([str(tmp_path)])
-    got = personal.map_to_roster(found, {"s1", "s2", "s3"})
+def test_files_map_to_students_by_the_strongest_evidence(parts, embedded, sid):
+    got = identify.identify(parts, TABLE, embedded, {})
+    assert got.sid == sid, got
     if sid is None:
-        assert got == {} and not found.found
-        assert any("花名册" in i["reason"] for i in found.ignored), found.ignored
-    else:
-        assert got == {sid: sid} and found.found[0].sid == sid
+        assert got.reason
 
 
-def test_ambiguous_prefix_is_reported_not_guessed():
-    got = personal.match("a_b_hw", False, "a_b_hw.ipynb", {"a", "a_b"})
-    assert got.sid is None and "不止一个" in got.reason
+def test_gradescope_export_and_embedded_mismatch(tmp_path):
+    (tmp_path / "submission_metadata.yml").write_text(
+        "submission_1:\n  :submitters:\n  - :name: A\n    :sid: ''\n    :email: alice@uni.edu\n", encoding="utf-8"
+    )
+    export = identify.gradescope_export(tmp_path)
+    assert identify.identify(("submission_1", "x.ipynb"), TABLE, None, export).sid == "alice"
+    got = identify.identify(("li_wei.ipynb",), TABLE, "alice", {})  # 名字是 li_wei，笔记本写的是 alice
+    assert got.sid == "li_wei" and "alice" in got.notes[0]
 
 
-def test_unknown_duplicate_and_non_notebook_files_are_listed_as_ignored(tmp_path):
-    for rel in ("s1/ch05_exercises.ipynb", "s2_ch05.ipynb", "s2/ch05.ipynb", "nobody_ch05.ipynb", "notes.txt"):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text("{}", encoding="utf-8")
-    found = folder.scan([str(tmp_path)])
-    assert personal.map_to_roster(found, {"s1", "s2", "s3"}) == {"s1": "s1"}
-    reasons = {Path(i["file"]).name: i["reason"] for i in found.ignored}
-    assert "花名册" in reasons["nobody_ch05.ipynb"] and "不是 .ipynb" in reasons["notes.txt"]
-    assert "2 份提交" in reasons["s2_ch05.ipynb"] and "2 份提交" in reasons["ch05.ipynb"]
+def test_glob_over_per_student_folders_keeps_the_folder_as_the_student(tmp_path):
+    for sid in ("s1", "s2"):
+        (tmp_path / "subs" / sid).mkdir(parents=True)
+        (tmp_path / "subs" / sid / "ch05_exercises.ipynb").write_text("{}", encoding="utf-8")
+    (tmp_path / "subs" / "s1" / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "subs" / "s1" / ".ipynb_checkpoints" / "ch05_exercises-checkpoint.ipynb").write_text("{}")
+    found = folder.scan([str(tmp_path / "subs" / "*" / "*.ipynb")])
+    parts = [identify.rel_parts(f.raw_rel) for f in found.found]
+    assert parts == [("s1", "ch05_exercises.ipynb"), ("s2", "ch05_exercises.ipynb")]  # 以前：每个都叫 ch05_exercises
+    table = identify.Roster(STUDENTS[:2])
+    assert [identify.identify(p, table, None, {}).sid for p in parts] == ["s1", "s2"]
 
 
+def test_several_files_of_one_student_are_all_graded_and_the_best_counts():
+    res = [
+        {"student": "s1~a", "roster_id": "s1", "file": "alice_ch05 (1).ipynb", "points": 3.0},
+        {"student": "s1~b", "roster_id": "s1", "file": "alice_ch05.ipynb", "points": 9.0},
+        {"student": "s2", "roster_id": "s2", "file": "s2.ipynb", "points": 1.0},
+        {"student": "s3~a", "roster_id": "s3", "file": "a.ipynb", "points": 9.0, "identity_conflict": True},
+        {"student": "s3~b", "roster_id": "s3", "file": "b.ipynb", "points": 2.0},
+    ]
+    cli.select_counted(res)
+    assert [r["counted"] for r in res] == [False, True, True, False, True]  # 以前：s1 的两份都不评
+
+
+# ---- 每个学生的答案表；先认失误 ----
 def test_each_student_is_judged_against_their_own_variant(key):
     spec = answers.get("ch05-p1c")
-    mine = {s.id: spec.value(variants.for_student(SECRET, "ch05", s.id)) for s in STUDENTS}
-    for s in STUDENTS:
-        entry = key.entry(spec.id, s.id)
-        assert entry["value"] == mine[s.id]
-        assert judge.judge_record(spec, {"value": mine[s.id]}, key, [], s.id).status == status.CORRECT
+    ids = [s.id for s in STUDENTS]
+    drawn = variants.for_class(SECRET, "ch05", ids)
+    for sid in ids:
+        entry = key.entry(spec.id, sid)
+        assert entry["value"] == spec.value(drawn[sid]) and entry["params"] == drawn[sid]
+        assert judge.judge_record(spec, {"value": entry["value"]}, key, [], sid).status == status.CORRECT
     v = judge.judge_record(spec, {"value": spec.value()}, key, [], "s1")
-    assert v.status == status.COPIED_PUBLISHED and repr(mine["s1"]) not in v.message
-    others = [x for x in ("s2", "s3") if abs(mine[x] / mine["s1"] - 1) > 0.05]
-    assert others, "三个学生的 p1c 全相同：换一个密钥"
-    assert judge.judge_record(spec, {"value": mine[others[0]]}, key, [], "s1").status == status.OTHER_VARIANT
-    assert judge.judge_record(spec, {"value": mine["s1"] * 3.7}, key, [], "s1").status == status.WRONG
+    assert v.status == status.WRONG and repr(key.entry(spec.id, "s1")["value"]) not in v.message
     assert key.entry(spec.id, "nobody") is None
 
 
-def test_slip_hints_use_the_students_parameters(key):
-    spec = answers.get("ch05-p1a")  # “V 用了整个数组”差 |Y| 倍；“线”差 2(N-1)/N 倍，N = 学生的 |X|
-    params = variants.for_student(SECRET, "ch05", "s2")
-    x = params["mesh"]["X"]
-    right = spec.value(params)
-    v = judge.judge_record(spec, {"value": right * 2 * (x - 1) / x}, key, [], "s2")
-    assert v.status == status.WRONG and "wraparound" in v.message
+def test_a_slip_that_equals_a_classmates_answer_is_judged_as_the_slip():
+    """个人版的参数取值有限，常见失误的值常常等于别人的正确答案；它先是失误（给出提示），不是“别的同学的答案”"""
+    ids = [f"s{k:03d}" for k in range(30)]
+    drawn = variants.for_class(SECRET, "ch05", ids)
+    vals = {sid: {s.id: s.value(p) for s in variants.varying("ch05")} for sid, p in drawn.items()}
+    found = 0
+    for spec in variants.varying("ch05"):
+        for me, other in itertools.permutations(ids, 2):
+            mine = drawn[me]
+            for slip in spec.slips:
+                wrong = slip.wrong_value(vals[me][spec.id], mine)
+                if wrong is not None and variants.distinct(spec, vals[me][spec.id], vals[other][spec.id]):
+                    if abs(wrong / vals[other][spec.id] - 1) < 1e-9:
+                        v = judge_value(spec, wrong, vals[me][spec.id], mine)
+                        assert v.status == WRONG and v.slip and slip.hint[:10] in v.message
+                        found += 1
+    assert found > 10  # 这种巧合在 30 人的班上很常见（以前：全部标成 other-variant，提示丢了）
 
 
-def test_invariant_answers_have_no_impostors(key):
-    assert key.entry("ch05-p3-uni", "s1")["impostors"] == []
-    assert judge.judge_record(answers.get("ch05-p3-uni"), {"value": 0.5}, key, [], "s1").ok
+# ---- 抄袭的证据：只给助教，从不因巧合指控 ----
+def _result(sid, submitted: dict[str, float], right: dict[str, float], params) -> dict:
+    probs = []
+    for spec in variants.varying("ch05"):
+        v = submitted[spec.id]
+        verdict = judge_value(spec, v, right[spec.id], params)
+        probs.append({"id": spec.id, "verdict": verdict.status, "status": verdict.status, "slip": verdict.slip,
+                      "submitted": v})  # fmt: skip
+    return {"student": sid, "roster_id": sid, "file": f"{sid}.ipynb", "problems": probs}
 
 
-def test_key_fingerprint_depends_on_the_secret_and_roster():
-    base = _published_key()
-    a = personal.PersonalKey.build(base, STUDENTS, SECRET).fingerprint
-    assert a == personal.PersonalKey.build(base, STUDENTS, SECRET).fingerprint
-    assert a != personal.PersonalKey.build(base, STUDENTS, b"other").fingerprint
-    assert a != personal.PersonalKey.build(base, STUDENTS[:2], SECRET).fingerprint
+def test_integrity_flags_copying_but_never_honest_slips():
+    ids = [f"s{k:03d}" for k in range(30)]
+    drawn = variants.for_class(SECRET, "ch05", ids)
+    vals = {sid: {s.id: s.value(p) for s in variants.varying("ch05")} for sid, p in drawn.items()}
+    results = []
+    for k, sid in enumerate(ids):  # 诚实的学生：每道题都犯一种常见失误（轮流取）
+        wrong = {}
+        for spec in variants.varying("ch05"):
+            slips = [w for s in spec.slips if (w := s.wrong_value(vals[sid][spec.id], drawn[sid])) is not None]
+            wrong[spec.id] = slips[k % len(slips)] if slips else vals[sid][spec.id]
+        results.append(_result(sid, wrong, vals[sid], drawn[sid]))
+    results.append(_result("s029", vals["s003"], vals["s029"], drawn["s029"]))  # s029 交的是 s003 的答案
+    pub = {s.id: s.value() for s in variants.varying("ch05")}
+    results.append(_result("s028", pub, vals["s028"], drawn["s028"]))  # s028 抄了书上的
+    report_ = integrity.analyze(results, vals, "ch05")
+    flagged = {(f.student, f.source) for f in report_.flagged}
+    assert flagged == {("s029", "s003"), ("s028", integrity.PUBLISHED)}
+    assert integrity.tail_probability([0.5, 0.5], 2) == pytest.approx(0.25)
 
 
-def test_hidden_inputs_are_deterministic_and_include_examples_and_edge_cases():
-    seed = personal.hidden_seed(SECRET)
-    assert seed == personal.hidden_seed(SECRET) != personal.hidden_seed(b"other")
-    inputs = judge.hidden_inputs(seed)
-    assert inputs == judge.hidden_inputs(seed)
-    for a in answers.ANSWER_LIST:
-        if a.kind == "function":
-            assert a.edge_cases
-            for case in (*a.examples, *a.edge_cases):
-                assert case in inputs[a.id], (a.id, case)
-            assert len(inputs[a.id]) > len(set(a.examples) | set(a.edge_cases))
-    assert (2, True) in inputs["ch05-p3-fn"] and any(n % 2 for n, _ in inputs["ch05-p3-fn"])
+def test_feedback_has_no_copying_accusation_and_no_reference_values(key):
+    spec = answers.get("ch05-p1a")
+    other = key.entry(spec.id, "s2")["value"]
+    v = judge.judge_record(spec, {"value": other}, key, [], "s1")
+    res = {"student": "s1", "file": "s1.ipynb", "status": status.GRADED, "points": 0.0, "max_points": 1.0,
+           "problems": [judge.problem(spec.id, v.status, v.message, submitted=other)]}  # fmt: skip
+    text = report.feedback_markdown(res)
+    assert "同学" not in text and "抄" not in text and repr(other) not in text
 
 
-def _result(sid, points, rid=None, whole=status.GRADED):
-    probs = [
-        {"id": aid, "points": p, "max_points": 1.0, "status": status.CORRECT if p else status.WRONG}
-        for aid, p in points.items()
-    ]
-    res = {"student": sid, "status": whole, "problems": probs, "points": sum(points.values())}
+# ---- 核对密钥 ----
+def test_a_wrong_key_is_noticed_before_anything_is_written(tmp_path, capsys):
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 4, "ch05", published=False)
+    wrong = tmp_path / "wrong.key"
+    variants.new_secret(wrong)
+    args = [str(own), "--out", str(tmp_path / "out"), "--course", str(ROOT), "--roster", str(roster_path),
+            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    assert cli.main([*args, "--secret-file", str(wrong)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "密钥不对？" in err and "4 份带参数单元的提交里有 4 份" in err
+    )  # 以前：rc 0，全班 4–11 分，诚实的学生被当成抄袭
+    assert not (tmp_path / "out").exists()
+
+
+def test_mixed_chapters_are_refused_in_roster_mode_too(tmp_path, capsys):
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
+    shutil.copy(ROOT / "exercises" / "ch06_exercises.ipynb", own / "s000" / "ch06_exercises.ipynb")
+    args = [str(own), "--out", str(tmp_path / "out"), "--course", str(ROOT), "--roster", str(roster_path),
+            "--secret-file", str(secret), "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    assert cli.main(args) == 2
+    assert "不止一章" in capsys.readouterr().err  # 以前：两份都不评，rc 0，“平均分 0.00”
+
+
+# ---- 汇总 ----
+def _res(sid, points: dict, weights=None, rid=None, counted=True):
+    weights = weights or {}
+    probs = [judge.problem(aid, status.CORRECT if ok else status.WRONG, "", weights.get(aid, 1.0), ok)
+             for aid, ok in points.items()]  # fmt: skip
+    res = {"student": sid, "status": status.GRADED, "problems": probs, "file": f"{sid}.ipynb", "counted": counted}
+    res["points"] = sum(p["points"] for p in probs)
+    res["max_points"] = sum(p["max_points"] for p in probs)
     if rid:
         res["roster_id"] = rid
     return res
 
 
-def test_wide_and_canvas_tables_have_one_row_per_student_with_weights():
-    results = [
-        _result("s1", {"ch05-p1a": 1.0, "ch05-p2": 0.0}, "s1"),
-        _result("s2", {"ch05-p1a": 1.0, "ch05-p2": 1.0}, "s2"),
-    ]
+def test_one_total_everywhere_with_weights():
     weights = {"ch05-p2": 3.0}
-    pids, table = outputs.rows(results, STUDENTS, weights, chapter=5)
+    ids = [a.id for a in answers.chapter_answers("ch05")]
+    s2 = _res("s2", {aid: aid in ("ch05-p1a", "ch05-p2") for aid in ids}, weights, "s2")
+    s1 = _res("s1", {aid: aid == "ch05-p1a" for aid in ids}, weights, "s1")
+    pids, table = outputs.rows([s1, s2], STUDENTS[:3], 5, weights)
     assert [r["id"] for r in table] == ["s1", "s2", "s3"]
-    assert table[1]["total"] == 1 + 3 and table[0]["total"] == 1 and table[2]["status"] == outputs.NO_SUBMISSION
-    assert table[0]["max"] == len(pids) + 2  # 17 题，其中一题权重 3
-    wide = outputs.wide_csv(pids, table)
-    assert wide.startswith("\ufeff")
-    rows = list(csv.reader(io.StringIO(wide.lstrip("\ufeff"))))
-    assert rows[0][:2] == ["id", "name"] and rows[0][-3:] == ["total", "max", "status"]
-    assert rows[2][1] == "李四" and rows[2][rows[0].index("ch05-p2")] == "3"
-    canvas = list(csv.reader(io.StringIO(outputs.canvas_csv(table, "shardlab ch05").lstrip("\ufeff"))))
-    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "shardlab ch05"]
-    assert canvas[1][0].strip() == "Points Possible" and canvas[1][-1] == "19"
-    assert canvas[3] == ["李四", "", "s2", "", "", "4"]
+    assert (
+        table[1]["total"] == s2["points"] == 4
+        and table[0]["total"] == 1
+        and table[2]["status"] == outputs.NO_SUBMISSION
+    )
+    assert table[0]["max"] == s2["max_points"] == len(pids) + 2  # 以前：汇总 19、totals.csv 与反馈 17
+    totals = list(csv.DictReader(io.StringIO(report.totals_csv([s1, s2]).lstrip("\ufeff"))))
+    assert [(r["points"], r["max_points"]) for r in totals] == [("1", "19"), ("4", "19")]
+    assert "4 / 19" in report.feedback_markdown({**s2, "chapter": 5})
+    canvas = list(csv.reader(io.StringIO(outputs.canvas_csv(table, "第 5 章作业").lstrip("\ufeff"))))
+    assert canvas[0][-1] == "第 5 章作业" and canvas[1][-1] == "19" and canvas[3] == ["学生2", "", "s2", "", "", "4"]
 
 
-def test_spreadsheet_formulas_from_names_are_made_inert():
-    _, table = outputs.rows([], [roster.Student("s9", "=HYPERLINK(1)", 2)], {}, chapter=5)
+def test_every_csv_has_a_bom_and_names_and_files_are_inert():
+    evil = roster.Student("s9", "=HYPERLINK(1)", 2)
+    res = _res("s9", {"ch05-p1a": True}, rid="s9")
+    res["file"] = "<img src=x onerror=alert(1)> [x](http://e.x).ipynb"
+    _, table = outputs.rows([res], [evil], 5)
+    for text in (outputs.wide_csv(["ch05-p1a"], table), outputs.canvas_csv(table, "a"), report.gradebook_csv([res]),
+                 report.totals_csv([res])):  # fmt: skip
+        assert text.startswith("\ufeff")  # 以前：gradebook.csv 与 totals.csv 没有 BOM
     assert "'=HYPERLINK" in outputs.wide_csv([], table)
+    summary = outputs.summary(table, [res], [(res["file"], "<b>原因</b>")], None)
+    assert not render_tokens(summary) & {"html_inline", "html_block", "link_open", "image"}  # 以前：文件名原样贴进去
 
 
-def test_summary_reports_statistics_statuses_and_ignored_files():
-    results = [_result("s1", {"ch05-p1a": 1.0}, "s1"), _result("s2", {"ch05-p1a": 0.0}, "s2")]
-    _, table = outputs.rows(results, STUDENTS, {}, chapter=5)
-    text = outputs.summary(table, results, [("subs/notes.txt", "不是 .ipynb 笔记本，忽略")])
-    assert "学生：3 人；提交：2 份" in text and "中位数" in text and "分数分布" in text
-    assert "`wrong`" in text and "notes.txt" in text and "没有提交（1 人）" in text and "s3" in text
-    line = outputs.console_summary(table, results, [])
-    assert "3 名学生" in line and "平均分" in line
+def test_verdicts_are_not_repeated():
+    assert status.describe(status.CORRECT, "正确") == "正确"  # 以前：“正确。正确”
+    assert status.describe(status.WRONG, "不对。少了 bf16 的因子 2。") == "不对。少了 bf16 的因子 2。"
+    assert status.describe(status.TIMEOUT, "单元超时") == "超时。单元超时"
+
+
+def test_ta_files_are_private(tmp_path):
+    rep = integrity.Report()
+    outputs.write_all(tmp_path, [], STUDENTS[:1], 5, [], report.atomic_write, integrity=rep)
+    for name in ("answers.csv", "integrity.csv", "integrity.md"):
+        assert stat.S_IMODE(os.stat(tmp_path / "ta" / name).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(tmp_path / "grades_wide.csv").st_mode) == 0o640
 
 
 @pytest.mark.parametrize(
@@ -181,39 +282,112 @@ def test_bad_weights_are_reported(tmp_path, text, message):
         outputs.read_weights(path)
 
 
-def test_output_files_follow_the_umask(tmp_path):
-    report.atomic_write(tmp_path / "a.csv", "x")
-    assert stat.S_IMODE(os.stat(tmp_path / "a.csv").st_mode) == report.FILE_MODE
-    assert report.FILE_MODE & 0o040  # 组可读（默认 umask 022 或 027）
+def test_hidden_inputs_are_deterministic_and_include_examples_and_edge_cases():
+    seed = personal.hidden_seed(SECRET)
+    assert seed == personal.hidden_seed(SECRET) != personal.hidden_seed(b"other")
+    inputs = judge.hidden_inputs(seed)
+    assert inputs == judge.hidden_inputs(seed)
+    for a in answers.ANSWER_LIST:
+        if a.kind == "function":
+            for case in (*a.examples, *a.edge_cases):
+                assert case in inputs[a.id], (a.id, case)
 
 
 # ---- 整条链：写出个人版 → 作答 → 按个人版评分 ----
 @pytest.mark.slow
-def test_class_with_own_answers_scores_full_and_copied_answers_are_flagged(tmp_path):
-    roster_path, secret, own, pub, _ = assign_bench.make_class(tmp_path, 3, "ch05")
-    # 第三个学生交的是第一个学生的答案（放在自己的文件夹里）
+def test_class_with_own_answers_scores_full_and_copying_is_evidence_for_the_ta(tmp_path):
+    roster_path, secret, own, pub, _ = assign_bench.make_class(tmp_path, 4, "ch05")
+    # s002 交的是 s000 的答案（放在自己的文件夹里）；s001 的文件夹里多了一份别人放的空白笔记本；s003 用 Canvas 的文件名
     (own / "s002" / "ch05_exercises.ipynb").write_bytes((own / "s000" / "ch05_exercises.ipynb").read_bytes())
-    (own / "stranger_ch05.ipynb").write_bytes((own / "s001" / "ch05_exercises.ipynb").read_bytes())
+    shutil.copy(ROOT / "exercises" / "ch05_exercises.ipynb", own / "s001" / "ch05_exercises (1).ipynb")
+    shutil.move(own / "s003" / "ch05_exercises.ipynb", own / "wangwu_LATE_4711_1234_ch05_exercises-1.ipynb")
+    (own / "s003").rmdir()
+    roster_path.write_text(roster_path.read_text(encoding="utf-8").replace("id,name\n", "id,name,lms_id\n", 1)
+                           .replace("s003,学生3", "s003,学生3,4711"), encoding="utf-8")  # fmt: skip
     (own / "notes.txt").write_text("不是笔记本", encoding="utf-8")
     assign_bench.grade(own, tmp_path / "out", roster_path, secret, 5, 2)
-    rows = assign_bench.gradebook(tmp_path / "out")
-    first = {f: (tmp_path / "out" / f).read_bytes() for f in ("gradebook.csv", "grades_wide.csv", "canvas.csv")}
-    assert {r["status"] for r in rows if r["student"] in ("s000", "s001")} == {status.CORRECT}
-    copied = {r["problem"]: r["status"] for r in rows if r["student"] == "s002"}
-    varies = {a.id for a in answers.chapter_answers("ch05") if a.kind == "value" and a.varies}
-    key = secret.read_bytes()
-    p0, p2 = (variants.for_student(key, "ch05", sid) for sid in ("s000", "s002"))
-    for pid in varies:  # 两人的数碰巧相同的题算对，其余认出是别人的答案
-        same = abs(answers.get(pid).value(p0) / answers.get(pid).value(p2) - 1) < 0.02
-        assert copied[pid] == (status.CORRECT if same else status.OTHER_VARIANT), pid
-    assert status.OTHER_VARIANT in copied.values()
-    summary = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
-    assert "stranger_ch05.ipynb" in summary and "notes.txt" in summary and "花名册" in summary
-    doc = json.loads((tmp_path / "out" / "gradebook.json").read_text(encoding="utf-8"))
+    out = tmp_path / "out"
+    rows = assign_bench.gradebook(out)
+    assert {r["roster_id"] for r in rows if r["counted"] == "yes"} == {"s000", "s001", "s002", "s003"}
+    assert {r["status"] for r in rows if r["roster_id"] in ("s000", "s001", "s003") and r["counted"] == "yes"} == {
+        status.CORRECT
+    }  # s001 的真文件计入，别人放的那份评了但不计入（以前：两份都不评）
+    wide = {r["id"]: r for r in csv.DictReader((out / "grades_wide.csv").open(encoding="utf-8-sig"))}
+    n = len(answers.chapter_answers("ch05"))
+    assert [wide[s]["total"] for s in ("s000", "s001", "s003")] == [str(n)] * 3
+    copied = {r["problem"]: r["status"] for r in rows if r["roster_id"] == "s002"}
+    assert set(copied.values()) <= {status.CORRECT, status.WRONG}  # 学生的成绩册和反馈里没有“抄袭”
+    assert "同学" not in (out / "feedback" / "s002.md").read_text(encoding="utf-8")
+    flagged = assign_bench.flagged(out)
+    assert [(r["student"], r["source"]) for r in flagged] == [("s002", "s000")]
+    ta = list(csv.DictReader((out / "ta" / "answers.csv").open(encoding="utf-8-sig")))  # 助教答复申诉用的记录
+    assert any(r["student"] == "s002" and r["same_as"] == "s000" and r["submitted"] != r["expected"] for r in ta)
+    assert all(float(r["submitted"]) == float(r["expected"]) for r in ta if r["student"] == "s000")
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "notes.txt" in summary and "需要核对的提交" in summary
+    doc = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))
     assert doc["meta"]["seed"] == personal.hidden_seed(secret.read_bytes()) and doc["meta"]["personal_variants"]
     assign_bench.grade(pub, tmp_path / "out-pub", roster_path, secret, 5, 2)
+    varies = {a.id for a in variants.varying("ch05")}
     pub_rows = assign_bench.gradebook(tmp_path / "out-pub")
-    assert {r["status"] for r in pub_rows if r["problem"] in varies} == {status.COPIED_PUBLISHED}
-    assert all(float(r["points"]) == 0 for r in pub_rows if r["problem"] in varies)
-    assign_bench.grade(own, tmp_path / "out", roster_path, secret, 5, 2, "--force")
-    assert {f: (tmp_path / "out" / f).read_bytes() for f in first} == first  # --force 重评，逐字节相同
+    assert {r["status"] for r in pub_rows if r["problem"] in varies} == {status.WRONG}
+    caught = {r["student"] for r in assign_bench.flagged(tmp_path / "out-pub") if r["source"] == integrity.PUBLISHED}
+    assert caught == {"s000", "s001", "s002", "s003"}
+    first = {f: (out / f).read_bytes() for f in ("gradebook.csv", "grades_wide.csv", "canvas.csv")}
+    assign_bench.grade(own, out, roster_path, secret, 5, 2, "--force")
+    assert {f: (out / f).read_bytes() for f in first} == first  # --force 重评，逐字节相同
+
+
+def test_answer_cells_are_numbered_as_jupyter_counts_code_cells():
+    from shardlab.grade import inject
+
+    nb = {"nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "# 标题"},
+        {"cell_type": "markdown", "metadata": {}, "source": "说明"},
+        {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": None},
+        {"cell_type": "code", "metadata": {"tags": ["ch05-p1a"]}, "source": "p1a = 1", "outputs": [],
+         "execution_count": None},
+    ]}  # fmt: skip
+    prep = inject.prepare(nb, 5, {})
+    assert prep.problem_cell["ch05-p1a"] == 2  # 第 2 个代码单元（以前：第 4 个单元，连 Markdown 一起数）
+
+
+def test_chapter_6_has_few_answers_that_the_website_gives_away():
+    """在个人版里照抄网站上的数能拿分的题：以前第 6 章有 6 道（问题 8 (c) 的两个 0 也在内），现在只剩两道函数题和两个大环的极限"""
+    fixed = [a.id for a in answers.chapter_answers("ch06") if not a.varies]
+    assert fixed == ["ch06-p4-fn", "ch06-p6-uni", "ch06-p6-bi", "ch06-p9-fn"]
+    base = answers.get("ch06-p8c-bytes").value()
+    drawn = variants.for_class(SECRET, "ch06", [s.id for s in STUDENTS])
+    assert base == 0 and all(answers.get("ch06-p8c-bytes").value(p) > 0 for p in drawn.values())
+
+
+def test_one_closeness_rule_in_the_library():
+    """以前 check.py、grade/personal.py、variants.py 各有一份 _close"""
+    lib = ROOT / "lib" / "shardlab"
+    copies = [
+        p.relative_to(lib).as_posix() for p in lib.rglob("*.py") if "def _close(" in p.read_text(encoding="utf-8")
+    ]
+    assert copies == []
+    assert "def close(" in (lib / "exercise" / "judge.py").read_text(encoding="utf-8")
+
+
+def test_guide_states_the_rules_the_code_applies():
+    guide = (ROOT / "book" / "instructor_guide.md").read_text(encoding="utf-8")
+    n5, n6 = variants.MAX_SHARED["ch05"], variants.MAX_SHARED["ch06"]
+    assert f"最多 {n5} 个（第 5 章）或 {n6} 个（第 6 章）" in guide
+    assert f"每章 {len(variants.varying('ch05'))} 个随参数变化的数值答案" in guide
+    assert len(variants.varying("ch05")) == len(variants.varying("ch06"))
+    assert f"对上至少 {integrity.MIN_MATCHES} 次" in guide and f"小于 {integrity.ALPHA:g} 除以" in guide
+    assert f"{variants.MAX_CLASS} 人以内" in guide and f"短于 {variants.MIN_SECRET_BYTES} 个字节" in guide
+
+
+def test_gitignore_keeps_keys_rosters_and_grades_out_of_the_repository():
+    import subprocess
+
+    paths = ["secret.key", "course.key", "roster.csv", "roster-2025.csv", "个人版/s1/ch05_exercises.ipynb",
+             "grades/ch05/grades_wide.csv", "autograder-ch05.zip"]  # fmt: skip
+    proc = subprocess.run(["git", "-c", "core.quotePath=false", "check-ignore", "--no-index", *paths], cwd=ROOT,
+                          capture_output=True, text=True)  # fmt: skip
+    assert sorted(proc.stdout.split()) == sorted(paths)
+    kept = subprocess.run(["git", "check-ignore", "--no-index", "lib/shardlab/exercise/variants.py"], cwd=ROOT)
+    assert kept.returncode == 1  # 库的源码不被忽略

@@ -1,19 +1,25 @@
-"""Gradescope 的自动评分器：zip 的内容，以及在一个伪造的 /autograder 目录里运行 run_autograder 得到合乎格式的 results.json"""
+"""Gradescope 的自动评分器：zip 里没有密钥、一个 zip 一章；容器里学生的代码读不到答案、碰不到结果；选文件、小组、试运行
+
+在一个伪造的 /autograder 目录里运行 zip 里的 run_autograder（``gradescope.dry_run``，与 ``shardlab-grade gradescope-dry-run`` 同一条路），
+按 Gradescope 文档里 results.json 的格式检查结果。容器里的两种隔离都测：bubblewrap（容器允许时）与只换 uid（不允许时）。
+"""
 
 import json
 import os
 import shutil
-import subprocess
+import stat
 import sys
+import time
 import zipfile
 from pathlib import Path
 
 import jsonschema
 import nbformat
 import pytest
+from grading import SANDBOXED
 
-from shardlab import answers, variants
-from shardlab.grade import gradescope
+from shardlab.exercise import answers, variants
+from shardlab.grade import cli, gradescope
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -50,115 +56,226 @@ RESULTS_SCHEMA = {
     },
     "additionalProperties": False,
 }
+N5 = len(answers.chapter_answers("ch05"))
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     work = tmp_path_factory.mktemp("gradescope")
-    roster_path, secret, own, pub, _ = assign_bench.make_class(work, 2, "ch05")
+    roster_path, secret, own, pub, _ = assign_bench.make_class(work, 3, "ch05")
+    weights = work / "weights.csv"
+    weights.write_text("problem,weight\nch05-p2,3\n", encoding="utf-8")
     zip_path = work / "autograder.zip"
     rc = gradescope.main(["--secret-file", str(secret), "--out", str(zip_path), "--chapter", "5",
-                          "--roster", str(roster_path), "--course", str(ROOT)])  # fmt: skip
+                          "--roster", str(roster_path), "--course", str(ROOT), "--weights", str(weights)])  # fmt: skip
     assert rc == 0
     return work, zip_path, secret, own, pub
 
 
-def _fake_tree(tmp_path: Path, zip_path: Path, notebook: Path | None, metadata: dict | None) -> Path:
-    root = tmp_path / "autograder"
-    with zipfile.ZipFile(zip_path) as z:
-        z.extractall(root / "source")
-    (root / "source" / "run_autograder").chmod(0o755)
-    (root / "submission").mkdir()
-    if notebook is not None:
-        shutil.copy(notebook, root / "submission" / notebook.name)
-    if metadata is not None:
-        (root / "submission_metadata.json").write_text(json.dumps(metadata), encoding="utf-8")
-    return root
+def _dry(zip_path, notebooks, *sids, keep=None, sandbox=None) -> dict:
+    res = gradescope.dry_run(zip_path, notebooks, [{"sid": s, "email": ""} for s in sids], keep, sandbox)
+    jsonschema.validate(res, RESULTS_SCHEMA)
+    return res
 
 
-def _run_autograder(root: Path) -> dict:
-    env = dict(os.environ, AUTOGRADER_ROOT=str(root), SHARDLAB_PYTHON=sys.executable,
-               JUPYTER_PATH=str(Path(sys.prefix) / "share" / "jupyter"))  # fmt: skip
-    proc = subprocess.run(
-        ["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
-    jsonschema.validate(results, RESULTS_SCHEMA)
-    return results
-
-
-def _metadata(sid: str) -> dict:
-    return {
-        "id": 1,
-        "assignment": {"id": 2, "title": "第 5 章"},
-        "users": [{"email": "x@example.com", "id": 3, "name": "学生", "sid": sid}],
-    }
-
-
-def test_zip_has_the_documented_layout_and_is_reproducible(built, tmp_path):
+def test_zip_carries_no_key_no_names_and_is_private_and_reproducible(built, tmp_path):
     work, zip_path, secret, _, _ = built
     with zipfile.ZipFile(zip_path) as z:
         names = set(z.namelist())
         modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in z.infolist()}
-    assert {"setup.sh", "run_autograder", "requirements.txt", "key/answer_key.json", "key/secret"} <= names
-    assert "lib/shardlab/grade/gradescope.py" in names and "lib/shardlab/answers.py" in names
-    assert "exercises/ch05_exercises.ipynb" in names and "key/roster.csv" in names
-    assert modes["run_autograder"] == modes["setup.sh"] == 0o755
-    assert not any("__pycache__" in n for n in names)
+        blob = b"".join(z.read(n) for n in names)
+    assert secret.read_bytes() not in blob and not any("secret" in n or n.startswith("key/") for n in names)
+    assert "学生1" not in blob.decode("utf-8", "replace")  # 容器里用不到姓名
+    assert {"setup.sh", "run_autograder", "grader/variants.json", "grader/config.json"} <= names
+    assert all(modes[n] == 0o600 for n in names if n.startswith("grader/"))
+    assert stat.S_IMODE(zip_path.stat().st_mode) == 0o600  # 以前：0644，里面还有密钥
+    assert "useradd" in zipfile.ZipFile(zip_path).read("setup.sh").decode()
     again = tmp_path / "again.zip"
-    assert gradescope.main(["--secret-file", str(secret), "--out", str(again), "--chapter", "5",
-                            "--roster", str(work / "roster.csv"), "--course", str(ROOT)]) == 0  # fmt: skip
+    assert gradescope.main(["--secret-file", str(secret), "--out", str(again), "--chapter", "5", "--roster",
+                            str(work / "roster.csv"), "--course", str(ROOT), "--weights",
+                            str(work / "weights.csv")]) == 0  # fmt: skip
     assert again.read_bytes() == zip_path.read_bytes()
 
 
-@pytest.mark.slow
-def test_run_autograder_grades_against_the_students_variant(built, tmp_path):
-    work, zip_path, secret, own, pub = built
-    notebook = own / "s001" / "ch05_exercises.ipynb"
-    results = _run_autograder(_fake_tree(tmp_path / "own", zip_path, notebook, _metadata("s001")))
-    ids = [a.id for a in answers.chapter_answers("ch05")]
-    assert [t["name"].split("：")[0] for t in results["tests"]] == ids  # 每道题一项
-    assert all(t["status"] == "passed" and t["score"] == t["max_score"] == 1 for t in results["tests"])
-    assert results["score"] == len(ids) and "s001" in results["output"]
+def test_zip_requires_a_chapter_and_a_roster(built, tmp_path, capsys):
+    work, _, secret, _, _ = built
+    for missing in ("--chapter", "--roster"):
+        args = {"--secret-file": str(secret), "--out": str(tmp_path / "z.zip"), "--chapter": "5",
+                "--roster": str(work / "roster.csv"), "--course": str(ROOT)}  # fmt: skip
+        args.pop(missing)
+        with pytest.raises(SystemExit):
+            gradescope.main([x for kv in args.items() for x in kv])
+        assert missing in capsys.readouterr().err
+    assert not (tmp_path / "z.zip").exists()
 
-    copied = _run_autograder(_fake_tree(tmp_path / "pub", zip_path, pub / "s001_ch05.ipynb", _metadata("s001")))
-    varies = {a.id for a in answers.chapter_answers("ch05") if a.kind == "value" and a.varies}
-    for t in copied["tests"]:
-        aid = t["name"].split("：")[0]
-        if aid in varies:
-            assert t["score"] == 0 and "发布版" in t["output"], t
-    assert copied["score"] == len(ids) - len(varies)
 
-    other = _run_autograder(_fake_tree(tmp_path / "other", zip_path, notebook, _metadata("s000")))
-    p0, p1 = (variants.for_student(secret.read_bytes(), "ch05", s) for s in ("s000", "s001"))
-    differ = [a for a in varies if abs(answers.get(a).value(p0) / answers.get(a).value(p1) - 1) > 0.02]
-    flagged = [t for t in other["tests"] if "另一位同学" in t["output"]]
-    assert len(flagged) == len(differ) > 0
+def test_grader_help_lists_the_gradescope_commands(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert "gradescope " in out and "gradescope-dry-run" in out
+
+
+def test_file_choice_skips_checkpoints_and_macos_copies(tmp_path):
+    good = ROOT / "exercises" / "ch05_exercises.ipynb"
+    sub = tmp_path / "submission"
+    (sub / ".ipynb_checkpoints").mkdir(parents=True)
+    (sub / "__MACOSX").mkdir()
+    shutil.copy(good, sub / ".ipynb_checkpoints" / "a-checkpoint.ipynb")
+    shutil.copy(good, sub / "__MACOSX" / "._ch05_exercises.ipynb")
+    shutil.copy(good, sub / "._ch05_exercises.ipynb")
+    shutil.copy(ROOT / "exercises" / "ch06_exercises.ipynb", sub / "a_ch06.ipynb")
+    shutil.copy(good, sub / "z_mine.ipynb")
+    path, _, note = gradescope.choose_notebook(sub, 5, ["s1"])
+    assert path.name == "z_mine.ipynb" and "a_ch06.ipynb" in note  # 以前：排序后的第一个，即检查点
+    nb = nbformat.read(good, 4)
+    nb.metadata["shardlab"] = {"assignment": "ch05", "student": "s1", "kind": "exercises"}
+    nbformat.write(nb, sub / "y_personal.ipynb")
+    path, _, note = gradescope.choose_notebook(sub, 5, ["s1"])
+    assert path.name == "y_personal.ipynb" and "学号" in note
 
 
 def test_missing_metadata_or_unknown_student_or_no_notebook_still_writes_results(built, tmp_path):
     _, zip_path, _, own, _ = built
     notebook = own / "s001" / "ch05_exercises.ipynb"
-    for name, nb, meta, words in [
-        ("nometa", notebook, None, "submission_metadata.json"),
-        ("nosid", notebook, {"users": [{"name": "x"}]}, "学号"),
-        ("stranger", notebook, _metadata("nobody"), "不在花名册"),
-        ("empty", None, _metadata("s001"), "没有 .ipynb"),
+    for name, nbs, users, words in [
+        ("nosid", [notebook], [{"name": "x"}], "学号"),
+        ("stranger", [notebook], [{"sid": "nobody"}], "不在花名册"),
+        ("empty", [], [{"sid": "s001"}], "没有 .ipynb"),
     ]:
-        root = _fake_tree(tmp_path / name, zip_path, nb, meta)
-        res = gradescope.run(root)
+        res = gradescope.dry_run(zip_path, nbs, users)
         jsonschema.validate(res, RESULTS_SCHEMA)
         assert res["score"] == 0 and words in res["output"], (name, res["output"])
-        assert json.loads((root / "results" / "results.json").read_text(encoding="utf-8")) == res
 
 
 def test_student_id_comes_from_sid_then_email():
     assert gradescope.student_of({"users": [{"sid": " 2024001 ", "email": "a@b"}]}) == "2024001"
     assert gradescope.student_of({"users": [{"sid": "", "email": "a@b"}]}) == "a@b"
     assert gradescope.student_of({"users": []}) is None and gradescope.student_of([]) is None
+    assert gradescope.members({"users": [{"sid": "a"}, {"email": "b@c"}]}) == ["a", "b@c"]
 
 
-def test_filled_notebook_fixture_is_a_valid_notebook(built):
-    _, _, _, own, _ = built
-    nbformat.validate(nbformat.read(own / "s000" / "ch05_exercises.ipynb", 4))
+@pytest.mark.slow
+@pytest.mark.skipif(not SANDBOXED, reason="需要 root 与 bubblewrap（.ci/run 会安装）")
+def test_run_autograder_grades_the_students_variant_with_weights(built):
+    _, zip_path, secret, own, pub = built
+    ids = [a.id for a in answers.chapter_answers("ch05")]
+    res = _dry(zip_path, [own / "s001" / "ch05_exercises.ipynb"], "s001")
+    assert [t["name"].split("：")[0] for t in res["tests"]] == ids
+    assert all(t["status"] == "passed" for t in res["tests"]) and res["score"] == N5 + 2  # ch05-p2 的权重是 3
+    assert {t["max_score"] for t in res["tests"] if t["name"].startswith("ch05-p2：")} == {3}
+    assert "s001" in res["output"] and "bubblewrap" in res["output"]
+    assert "正确。正确" not in json.dumps(res, ensure_ascii=False)
+
+    copied = _dry(zip_path, [pub / "s001_ch05.ipynb"], "s001")
+    varies = {a.id for a in variants.varying("ch05")}
+    assert {t["score"] for t in copied["tests"] if t["name"].split("：")[0] in varies} == {0}
+    other = _dry(zip_path, [own / "s000" / "ch05_exercises.ipynb"], "s001")  # 拿了同学的笔记本
+    text = json.dumps(other, ensure_ascii=False)
+    assert "另一位同学" not in text and "抄" not in text  # 证据只给助教；这里只说参数单元与为你生成的不同
+    assert "参数单元" in other["output"]
+
+    group = _dry(zip_path, [own / "s002" / "ch05_exercises.ipynb"], "s001", "s002")  # 小组：笔记本是 s002 的
+    assert group["score"] == N5 + 2 and "组员 s002" in group["output"]  # 以前：按 users[0] 评，几乎全错
+
+    ch06 = _dry(zip_path, [ROOT / "exercises" / "ch06_exercises.ipynb"], "s001")  # 一个 zip 一章
+    assert ch06["score"] == 0 and sum(t["max_score"] for t in ch06["tests"]) == N5 + 2  # 以前：18/17
+    assert "别的章" in json.dumps(ch06, ensure_ascii=False)
+
+
+HOSTILE = '''\
+import os, subprocess, sys
+ROOT = {root!r}
+leaked = []
+for name in ("config.json", "variants.json", "roster.json", "answer_key.json"):
+    try:
+        leaked.append(open(os.path.join(ROOT, "source", "grader", name)).read()[:300])
+    except Exception as exc:
+        leaked.append(type(exc).__name__)
+for name in ("submission_metadata.json",):
+    try:
+        leaked.append(open(os.path.join(ROOT, name)).read()[:300])
+    except Exception as exc:
+        leaked.append(type(exc).__name__)
+try:
+    open(os.path.join(ROOT, "results", "results.json"), "w").write('{{"score": 999, "tests": []}}')
+except Exception as exc:
+    leaked.append("write:" + type(exc).__name__)
+daemon = """
+import os, sys, time
+if os.fork(): sys.exit(0)
+os.setsid()
+if os.fork(): sys.exit(0)
+time.sleep(2.5)  # {marker}
+open(os.path.join({root!r}, "results", "results.json"), "w").write('{{"score": 999, "tests": []}}')
+"""
+subprocess.Popen([sys.executable, "-c", daemon], start_new_session=True).wait()
+raise RuntimeError("LEAK:" + "|".join(leaked))
+'''
+
+
+@pytest.fixture
+def traversable_python():
+    """只换 uid 的隔离里，学生的 uid 要能运行这个 Python：临时给它和虚拟环境的上级目录加上 o+x（测试结束还原）。
+
+    Gradescope 的容器里 /autograder/venv 与系统的 Python 本来就是所有人都能进入的；这台机器上 Python 装在 /root 下。
+    """
+    changed = {}
+    for target in {os.path.realpath(sys.executable), sys.prefix, str(ROOT)}:
+        for parent in Path(target).parents:
+            mode = stat.S_IMODE(parent.stat().st_mode)
+            if not mode & 0o001 and str(parent) not in changed:
+                changed[str(parent)] = mode
+                parent.chmod(mode | 0o001)
+    yield
+    for path, mode in changed.items():
+        os.chmod(path, mode)
+
+
+def _marker_processes(marker: str) -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if marker in cmd:
+            found.append(pid)
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or not SANDBOXED, reason="需要 root（换 uid）与 bubblewrap")
+@pytest.mark.parametrize("mode", ["bwrap", "uid"])
+def test_student_code_reads_nothing_private_and_cannot_touch_the_result(built, tmp_path, mode, request):
+    """以前（rlimit、以评分器自己的 uid 运行）：笔记本能读出密钥、花名册和全班的参数；脱离的守护进程事后改写了 results.json"""
+    if mode == "uid":
+        request.getfixturevalue("traversable_python")
+    _, zip_path, _, own, _ = built
+    root = tmp_path / "autograder"
+    marker = f"shardlab-daemon-{mode}-{os.getpid()}"
+    nb = nbformat.read(own / "s001" / "ch05_exercises.ipynb", 4)
+    cell = nbformat.v4.new_code_cell(HOSTILE.format(root=str(root), marker=marker))
+    cell.pop("id", None)  # 练习笔记本是 nbformat 4.4
+    nb.cells.insert(2, cell)
+    hostile = tmp_path / "ch05_exercises.ipynb"
+    nbformat.write(nb, hostile)
+    res = _dry(zip_path, [hostile], "s001", keep=root, sandbox="uid" if mode == "uid" else None)
+    assert res["score"] == N5 + 2  # 学生的代码改不了分数
+    leak = next(line for line in res["output"].splitlines() if "LEAK:" in line).split("LEAK:")[1].split("|")
+    expected = {"bwrap": "FileNotFoundError", "uid": "PermissionError"}[mode]  # 看不见，或者读不了
+    assert leak == [expected] * 5 + [f"write:{expected}"], leak
+    assert ("隔离：bubblewrap" if mode == "bwrap" else "资源限制（没有命名空间）") in res["output"]
+    assert not _marker_processes(marker)  # 守护进程在评分器写结果之前就没了
+    time.sleep(3)
+    assert json.loads((root / "results" / "results.json").read_text(encoding="utf-8")) == res
+    assert stat.S_IMODE((root / "source" / "grader").stat().st_mode) == 0o700
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SANDBOXED, reason="需要 root 与 bubblewrap")
+def test_dry_run_command_prints_what_the_student_will_see(built, capsys):
+    _, zip_path, _, own, _ = built
+    rc = cli.main(["gradescope-dry-run", str(zip_path), str(own / "s000" / "ch05_exercises.ipynb"), "--sid", "s000"])
+    out = capsys.readouterr().out
+    assert rc == 0 and f"得分 {N5 + 2:g} / {N5 + 2:g}" in out and "✓ ch05-p1a" in out

@@ -1,6 +1,7 @@
 """题目参数与个人版：发布版就是书里的数；抽出的每个变体都有效；参考答案与在这个变体上运行的解答笔记本一致"""
 
 import copy
+import itertools
 import os
 import random
 import sys
@@ -12,8 +13,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from shardlab import answers, problems, variants
 from shardlab.assign import personalize
+from shardlab.exercise import answers, problems, variants
 from shardlab.grade.export import ExportItem, export_source, parse_exports
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +32,7 @@ def test_published_variant_is_the_books_numbers_and_is_valid(assignment):
     found = {}
     for cell in nb.cells:
         if cell.cell_type == "code" and personalize.PARAM_TAG in cell.metadata.get("tags", []):
-            found.update(personalize.assigned_values(cell.source))
+            found.update(problems.cell_values(cell.source))
     pub = problems.published(assignment)
     assert {k: found.get(k) for k in pub} == pub
     assert problems.violations(assignment, pub) == []
@@ -91,7 +92,7 @@ def test_personalize_rewrites_every_number_of_the_problem(assignment, kind):
     found = {}
     for cell in out.cells:
         if cell.cell_type == "code" and personalize.PARAM_TAG in cell.metadata.get("tags", []):
-            found.update(personalize.assigned_values(cell.source))
+            found.update(problems.cell_values(cell.source))
     assert {k: found[k] for k in params} == params
     where = personalize.sections(out)
     for sub in problems.TEXT[assignment]:
@@ -115,7 +116,10 @@ def test_set_parameters_keeps_comments_and_other_names():
     out, done = personalize.set_parameters(src, {"D7": 5120, "PROMPT": 512, "mesh": {"X": 8, "Y": 4, "Z": 4}})
     assert out == 'D7, TP, PROMPT = 5120, 8, 512  # 注释：保留\nN_LAYERS = 80\nmesh = {"X": 8, "Y": 4, "Z": 4}  # 切片'
     assert done == {"D7", "PROMPT", "mesh"}
-    assert personalize.literal(13e9) == "13e9" and personalize.literal(1.5e9) == "1500000000.0"
+    assert personalize.literal(13e9) == "13e9" and personalize.literal(1.5e9) == "1.5e9"
+    cases = {"a": ("A[I_X, J]", "B[J, K_Y]"), "b": ("A[I_X, J_Y]", "B[J_Y, K]")}
+    out, _ = personalize.set_parameters('# 题目参数\ncases8 = {"a": 1}\n', {"cases8": cases})
+    assert problems.cell_values(out) == {"cases8": cases}  # 非数值的参数也能写进去、读回来
 
 
 def test_self_check_judges_against_the_notebooks_own_parameters(capsys):
@@ -127,6 +131,79 @@ def test_self_check_judges_against_the_notebooks_own_parameters(capsys):
     assert "✓" in capsys.readouterr().out
     exec('check("ch06-p8a-bytes", p8a_bytes)', {"check": check, "p8a_bytes": namespace["p8a_bytes"]})
     assert "✗" in capsys.readouterr().out  # 没有参数变量时按发布版判定
+
+
+class _Shell:
+    """假的 IPython：只有运行记录"""
+
+    def __init__(self, history):
+        self.history_manager = type("H", (), {"input_hist_raw": history})()
+
+
+def test_self_check_reads_the_parameter_cell_not_the_live_variables(monkeypatch, capsys):
+    """学生在答案单元里改写了 D（D = D // mesh['Y']）：自检仍按参数单元里的 D 判定，与评分器一致"""
+    import builtins
+
+    from shardlab.check import check
+
+    params = variants.for_student(b"k" * 16, "ch05", "stu")
+    cell = f"# 题目参数\nB, D = {params['B']}, {params['D']}\nmesh = {params['mesh']!r}"
+    answer = "D = D // mesh['Y']\np1a = 2 * B * D / 90e9"
+    ns = {"check": check}
+    exec(cell, ns)
+    exec(answer, ns)
+    monkeypatch.setattr(
+        builtins, "get_ipython", lambda: _Shell(["", cell, answer, 'check("ch05-p1a", p1a)']), raising=False
+    )
+    exec('check("ch05-p1a", p1a)', ns)
+    assert "✓ ch05-p1a" in capsys.readouterr().out  # 以前：按改写后的 D 判定，✗
+    monkeypatch.setattr(builtins, "get_ipython", lambda: _Shell(["", answer]), raising=False)
+    exec('check("ch05-p1a", p1a)', ns)
+    assert "✗ ch05-p1a" in capsys.readouterr().out  # 没有运行过参数单元：退而用变量的当前值（D 已被改写）
+
+
+def test_parameter_cells_are_marked_and_read_by_the_same_function():
+    for assignment in problems.ASSIGNMENTS:
+        for kind in ("exercise", "solution"):
+            nb = _notebook(kind, assignment)
+            cells = [c.source for c in nb.cells if problems.PARAM_TAG in c.metadata.get("tags", [])]
+            assert cells and all(problems.is_param_cell(src) for src in cells), (kind, assignment)
+            assert problems.from_cells(assignment, cells) == problems.published(assignment)
+    assert not problems.is_param_cell("p1a = 1  # 题目参数")
+    assert problems.cell_values("B = (") == {}  # 语法错误：什么也读不到，不抛出
+
+
+# ---- 全班的分配：撞车 ----
+def test_class_assignment_bounds_what_two_students_share_and_appending_keeps_everyone():
+    ids = [f"s{k:03d}" for k in range(40)]
+    for assignment in problems.ASSIGNMENTS:
+        drawn = variants.for_class(b"class secret 0001", assignment, ids)
+        vecs = {sid: variants.answer_vector(assignment, p) for sid, p in drawn.items()}
+        worst = max(variants.shared(assignment, vecs[a], vecs[b]) for a, b in itertools.combinations(ids, 2))
+        assert worst <= variants.MAX_SHARED[assignment]
+        first = {sid: variants.for_student(b"class secret 0001", assignment, sid) for sid in ids}
+        raw = {sid: variants.answer_vector(assignment, p) for sid, p in first.items()}
+        worst_raw = max(variants.shared(assignment, raw[a], raw[b]) for a, b in itertools.combinations(ids, 2))
+        assert worst_raw > variants.MAX_SHARED[assignment]  # 不检查撞车时（以前的做法）确实会超
+        more = variants.for_class(b"class secret 0001", assignment, [*ids, "late1", "late2"])
+        assert {sid: more[sid] for sid in ids} == drawn  # 末尾加人不改变已有学生的数
+    with pytest.raises(variants.VariantError, match="共有超过"):
+        variants.for_class(b"class secret 0001", "ch05", ids[:12], max_shared=-1)
+
+
+def test_short_secrets_are_refused_and_new_secrets_are_private(tmp_path):
+    weak = tmp_path / "date.key"
+    weak.write_text("2024-09-01\n")
+    with pytest.raises(ValueError, match="至少要 16 个"):
+        variants.read_secret(weak)
+    key = variants.new_secret(tmp_path / "secret.key")
+    assert oct(key.stat().st_mode & 0o777) == "0o600" and len(variants.read_secret(key)) == 32
+    with pytest.raises(ValueError, match="不会覆盖"):
+        variants.new_secret(key)
+    (tmp_path / "link.key").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ValueError):
+        variants.new_secret(tmp_path / "link.key")
+    assert not (tmp_path / "elsewhere").exists()
 
 
 # ---- 在变体上运行解答笔记本 ----

@@ -1,10 +1,16 @@
-"""``shardlab-assign ROSTER.csv --secret-file SECRET --out DIR [--solutions] [--force]``（``make assign``）
+"""``shardlab-assign``（``make assign``）：为花名册里的每个学生写出个人版练习
 
-为花名册里的每个学生写出个人版练习 ``DIR/<id>/ch05_exercises.ipynb``、``DIR/<id>/ch06_exercises.ipynb``；
-``--solutions`` 再写出每个学生的解答 ``DIR/<id>/ch05_solutions.ipynb`` …（给教师和助教，不要发给学生）。
-``DIR/variants.json`` 记下每个学生每一章的参数（教师用，便于核对）。
-个人版的参数是（密钥, 作业, 学生 id）的确定函数（``shardlab.variants``）：再运行一次得到逐字节相同的文件。
-已经存在的输出文件不会被覆盖，除非加 ``--force``；花名册有问题时什么也不写。
+    shardlab-assign --new-secret ~/course-admin/secret.key          # 生成一个强密钥（32 个随机字节，权限 0600）
+    shardlab-assign ROSTER.csv --secret-file SECRET --out DIR [--solutions] [--force]
+
+- ``DIR/<id>/ch05_exercises.ipynb``、``ch06_exercises.ipynb``：发给学生的个人版练习（0640）；
+- ``--solutions``：每个学生的解答 ``DIR/<id>/ch05_solutions.ipynb`` …（给教师和助教，0600，不要发给学生）；
+- ``DIR/variants.json``：每个学生每一章的参数（0600：里面有全班的数）。
+
+参数由（密钥, 作业, 学生 id）与花名册的顺序决定（``shardlab.exercise.variants.for_class``）：全班一起检查撞车，
+再运行一次得到逐字节相同的文件；在花名册末尾加人不改变已有学生的数。
+已经存在的输出文件不会被覆盖，除非加 ``--force``；花名册或密钥有问题时什么也不写。
+写文件用临时文件（``mkstemp``，不跟随符号链接）再 ``os.replace``；输出目录里的学生文件夹是符号链接时拒绝。
 """
 
 from __future__ import annotations
@@ -12,15 +18,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
 
-from shardlab import problems, roster, variants
 from shardlab.assign.personalize import PersonalizeError, personalize
+from shardlab.exercise import problems, roster, variants
+from shardlab.untrusted import md_inline
 
 KINDS = ("exercises", "solutions")
+PUBLIC_MODE = 0o640  # 发给学生的练习
+SECRET_MODE = 0o600  # 含全班参数的 variants.json、解答
 
 
 class AssignError(RuntimeError):
@@ -32,23 +43,23 @@ def source_notebook(course: Path, assignment: str, kind: str) -> Path:
     return course / kind / f"{assignment}_{kind}.ipynb"
 
 
-def _note(kind: str, student: roster.Student, assignment: str, params: dict) -> str:
-    who = f"{student.name}（{student.id}）"
+def _note(kind: str, student: roster.Student, params: dict) -> str:
+    who = f"{md_inline(student.name, 200)}（{md_inline(student.id)}）"  # 花名册里的名字可能含 Markdown 或 HTML
     if kind == "exercises":
         return (
             f"**个人版**：这份练习是为 {who} 生成的。\n"
             "题目里的数字是你自己的，与书上和网站上的练习不同：请按这份笔记本里的数作答，自检（`check`）也按这些数判定。\n"
-            "不要改带 `parameters` 标签的单元里的数：评分按花名册为你生成的数判定。"
+            "不要改第一行是 `# 题目参数` 的单元里的数：评分按花名册为你生成的数判定。"
         )
     listed = "，".join(f"`{k} = {v!r}`" for k, v in params.items())
     return (
         f"**个人版解答**：{who} 的参数是 {listed}。\n"
-        "代码单元按这些参数计算；讲解文字里“原书的数字”以及个别举例的数指书上的发布版。"
+        "代码单元按这些参数计算；讲解文字里“原书的数字”、个别举例的数以及第 6 章问题 8 讲解里 (a)(b)(c) 的顺序指书上的发布版。"
     )
 
 
 def _render(nb, assignment: str, kind: str, student: roster.Student, params: dict) -> str:
-    out = personalize(nb, assignment, params, note=_note(kind, student, assignment, params))
+    out = personalize(nb, assignment, params, note=_note(kind, student, params))
     if (out.nbformat, out.nbformat_minor) >= (4, 5):
         out.cells[1]["id"] = "shardlab-personal-note"  # 固定的 id：两次运行逐字节相同
     else:
@@ -57,15 +68,36 @@ def _render(nb, assignment: str, kind: str, student: roster.Student, params: dic
     return nbformat.writes(out) + "\n"
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def safe_write(path: Path, data: str | bytes, mode: int) -> None:
+    """原子地写一个文件：同目录下 mkstemp（O_EXCL，不跟随符号链接）→ 写入、fsync、chmod → os.replace
+
+    path 的上级目录如果是符号链接，拒绝（别人放进输出目录的链接不能把文件引到别处）。
+    """
+    parent = path.parent
+    if parent.is_symlink():
+        raise AssignError(f"{parent} 是符号链接（symlink）：不往里写，请删掉它再运行")
+    parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink() or (path.exists() and not stat.S_ISREG(os.lstat(path).st_mode)):
+        raise AssignError(f"{path} 已经存在而且不是普通文件（符号链接、目录……）：不覆盖，请先删掉它")
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
 
 
-def plan(students, secret: bytes, course: Path, assignments, solutions: bool) -> dict[Path, str]:
-    """{相对路径: 内容}：全部先在内存里生成，出错时一个文件也不写"""
+def plan(students, secret: bytes, course: Path, assignments, solutions: bool) -> dict[Path, tuple[str, int]]:
+    """{相对路径: (内容, 权限)}：全部先在内存里生成，出错时一个文件也不写"""
     kinds = KINDS if solutions else KINDS[:1]
     sources = {}
     for assignment in assignments:
@@ -78,22 +110,27 @@ def plan(students, secret: bytes, course: Path, assignments, solutions: bool) ->
                     f"读不了发布版笔记本 {src}（{exc}）：请在课程仓库的根目录运行，或用 --course 指定；"
                     "它由 make exercises / make sync 生成"
                 ) from None
-    files: dict[Path, str] = {}
+    ids = [s.id for s in students]
+    try:
+        drawn = {assignment: variants.for_class(secret, assignment, ids) for assignment in assignments}
+    except variants.VariantError as exc:
+        raise AssignError(str(exc)) from None
+    files: dict[Path, tuple[str, int]] = {}
     record: dict[str, dict] = {}
     for student in students:
         record[student.id] = {"name": student.name}
         for assignment in assignments:
-            params = variants.for_student(secret, assignment, student.id)
+            params = drawn[assignment][student.id]
             record[student.id][assignment] = params
             for kind in kinds:
                 name = f"{assignment}_{kind}.ipynb"
                 try:
-                    files[Path(student.id) / name] = _render(
-                        sources[assignment, kind], assignment, kind, student, params
-                    )
+                    text = _render(sources[assignment, kind], assignment, kind, student, params)
                 except PersonalizeError as exc:
                     raise AssignError(f"{name}：{exc}") from None
-    files[Path("variants.json")] = json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+                files[Path(student.id) / name] = (text, PUBLIC_MODE if kind == "exercises" else SECRET_MODE)
+    text = json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    files[Path("variants.json")] = (text, SECRET_MODE)
     return files
 
 
@@ -102,35 +139,66 @@ def assign(
 ):
     """写出全部个人版，返回写出的文件（绝对路径）"""
     files = plan(students, secret, course, assignments, solutions)
-    existing = [rel for rel in files if (out / rel).exists()]
+    existing = [rel for rel in files if os.path.lexists(out / rel)]
     if existing and not force:
         shown = "、".join(str(p) for p in existing[:5]) + ("…" if len(existing) > 5 else "")
         raise AssignError(
             f"输出目录 {out} 里已经有 {len(existing)} 个要写的文件（如 {shown}）：不会覆盖（overwrite），确认要重写请加 --force"
         )
+    for rel in files:  # 先全部检查，再写：不会写到一半才发现某个学生的文件夹是符号链接
+        for parent in (out / rel).parents:
+            if parent == out or out not in parent.parents:
+                break
+            if parent.is_symlink():
+                raise AssignError(f"{parent} 是符号链接（symlink）：不往里写，请删掉它再运行")
     written = []
-    for rel, text in files.items():
-        _write(out / rel, text)
+    for rel, (text, mode) in files.items():
+        safe_write(out / rel, text, mode)
         written.append(out / rel)
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="shardlab-assign", description="为花名册里的每个学生写出个人版练习笔记本")
-    parser.add_argument("roster", type=Path, help="花名册 CSV（至少有 id,name 两列，UTF-8）")
-    parser.add_argument("--secret-file", type=Path, required=True, help="教师密钥文件（任意字节；不要公开）")
-    parser.add_argument("--out", type=Path, required=True, help="输出目录：<id>/ch05_exercises.ipynb …")
-    parser.add_argument("--solutions", action="store_true", help="同时写出每个学生的解答（给教师和助教）")
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="shardlab-assign",
+        description="为花名册里的每个学生写出个人版练习笔记本；或用 --new-secret 生成教师密钥",
+    )
+    parser.add_argument("roster", type=Path, nargs="?", help="花名册 CSV（至少有 id,name 两列，UTF-8）")
+    parser.add_argument(
+        "--new-secret", type=Path, metavar="FILE", help="生成一个新的教师密钥（32 个随机字节，0600）后退出"
+    )
+    parser.add_argument("--secret-file", type=Path, help="教师密钥文件（至少 16 个字节；不要公开，不要提交进仓库）")
+    parser.add_argument("--out", type=Path, help="输出目录：<id>/ch05_exercises.ipynb …")
+    parser.add_argument("--solutions", action="store_true", help="同时写出每个学生的解答（给教师和助教，0600）")
     parser.add_argument("--force", action="store_true", help="覆盖已经存在的输出")
     parser.add_argument("--assignment", action="append", choices=problems.ASSIGNMENTS, help="只写这一章（可重复）")
     parser.add_argument("--course", type=Path, default=Path.cwd(), help="课程仓库的根目录（默认：当前目录）")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
+    if args.new_secret is not None:
+        try:
+            path = variants.new_secret(args.new_secret)
+        except ValueError as exc:
+            print(f"shardlab-assign：{exc}", file=sys.stderr)
+            return 2
+        print(f"新的教师密钥：{path}（32 个随机字节，只有你能读）。备份它，不要公开，也不要提交进仓库")
+        return 0
+    missing = [flag for flag, value in (("ROSTER", args.roster), ("--secret-file", args.secret_file),
+                                        ("--out", args.out)) if value is None]  # fmt: skip
+    if missing:
+        parser.print_usage(sys.stderr)
+        print(f"shardlab-assign：缺少 {'、'.join(missing)}（生成密钥只要 --new-secret FILE）", file=sys.stderr)
+        return 2
     try:
         students = roster.read(args.roster)
         secret = variants.read_secret(args.secret_file)
         assignments = tuple(args.assignment or problems.ASSIGNMENTS)
         written = assign(students, secret, args.out, args.course, assignments, args.solutions, args.force)
-    except (roster.RosterError, AssignError, ValueError) as exc:
+    except (roster.RosterError, AssignError, ValueError, OSError) as exc:
         print(f"shardlab-assign：{exc}", file=sys.stderr)
         return 2
     notebooks = sum(p.suffix == ".ipynb" for p in written)

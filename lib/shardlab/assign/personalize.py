@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import ast
 import copy
 import re
 from collections.abc import Mapping
@@ -18,9 +17,9 @@ from typing import Any
 
 import nbformat
 
-from shardlab import problems
+from shardlab.exercise import problems
 
-PARAM_TAG = "parameters"
+PARAM_TAG = problems.PARAM_TAG
 _PROBLEM = re.compile(r"^##\s*问题\s*(\d+)", re.MULTILINE)
 
 
@@ -29,12 +28,18 @@ class PersonalizeError(ValueError):
 
 
 def literal(value: Any) -> str:
-    """参数值在代码里的写法：1024、13e9、{"X": 8, "Y": 4, "Z": 4}"""
+    """参数值在代码里的写法：1024、13e9、1.3e9、{"X": 8, "Y": 4, "Z": 4}、("A[I_X, J]", "B[J, K_Y]")"""
     if isinstance(value, Mapping):
         return "{" + ", ".join(f'"{k}": {literal(v)}' for k, v in value.items()) + "}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(literal(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, float) and value >= 1e8:
+        short = f"{value / 1e9:g}e9"  # 13e9、1.3e9：与书里写模型参数量的方式一样
+        if float(short) == value:
+            return short
     if isinstance(value, float):
-        if value >= 1e6 and (value / 1e9).is_integer():
-            return f"{value / 1e9:g}e9"
         return repr(value)
     return repr(value)
 
@@ -51,36 +56,11 @@ def sections(nb) -> list[int]:
     return out
 
 
-def _assignments(tree: ast.Module):
-    """顶层赋值里的（变量名, 值的语法树节点）"""
-    for node in tree.body:
-        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
-            continue
-        target, value = node.targets[0], node.value
-        if isinstance(target, ast.Name):
-            yield target.id, value
-        elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
-            for t, v in zip(target.elts, value.elts):
-                if isinstance(t, ast.Name):
-                    yield t.id, v
-
-
-def assigned_values(source: str) -> dict[str, Any]:
-    """参数单元里顶层赋值的字面值：{变量名: 值}（不是字面值的跳过）"""
-    out = {}
-    for name, node in _assignments(ast.parse(source)):
-        try:
-            out[name] = ast.literal_eval(node)
-        except ValueError:
-            continue
-    return out
-
-
 def set_parameters(source: str, values: Mapping[str, Any]) -> tuple[str, set[str]]:
     """把 source 里给 values 中变量的顶层赋值换成新值；返回（新源码, 换掉的变量名）"""
     lines = [line.encode("utf-8") for line in source.split("\n")]
     edits, done = [], set()
-    for name, node in _assignments(ast.parse(source)):
+    for name, node in problems.assignment_nodes(source):
         if name in values:
             edits.append((node.lineno - 1, node.col_offset, node.end_lineno - 1, node.end_col_offset, name))
     for l0, c0, l1, c1, name in sorted(edits, reverse=True):  # 从后往前换，前面的位置不受影响

@@ -1,9 +1,16 @@
 """``shardlab-grade``（``make grade``）：评一个目录里的全部提交，写出成绩册与反馈
 
+    shardlab-grade 提交目录 --out 输出目录 [--roster 花名册 --secret-file 密钥] [--chapter 5] [-j 2] …
+    shardlab-grade gradescope --secret-file 密钥 --roster 花名册 --chapter 5 --out autograder.zip
+    shardlab-grade gradescope-dry-run autograder.zip 笔记本.ipynb --sid 学号
+
 - 每份提交在它自己的线程里评（``-j``），在自己的错误边界里评分、记录和写出：一份出了什么事，其余照评；
-- 结果一份一份地原子写出；内容、答案表、评分代码和隐藏输入的种子都没变的提交直接用缓存的结果；
+- 结果一份一份地原子写出；内容、答案表、评分代码、隐藏输入的种子和权重都没变的提交直接用缓存的结果；
   种子没给时沿用这个输出目录上次的种子（第一次随机选），所以重跑能用缓存，而隐藏输入仍是种子的确定函数；
 - 章由 ``--chapter`` 指定；没给时只在所有提交都属于同一章时自动推断；别的章的提交记为 ``other-chapter``，不评；
+- 按个人版评分时（``--roster`` + ``--secret-file``）：先把每个文件对上学生（``identify``），再核对笔记本里的参数与密钥推出的
+  是否一致（大多数对不上时什么也不写就停下：“密钥不对？”）；同一个学生有几份时都评，取分数最高的一份计入成绩；
+  评完之后统计抄袭的证据（``integrity``），只写进 ``ta/``；
 - 输出目录上有一把锁（``OUT/.lock``）：同一个输出目录同时只能有一个评分器；临时文件都在 ``OUT/.work/`` 下，
   每次运行开始时清掉上次（哪怕是被杀掉的那次）留下的；
 - 第一次 Ctrl-C：不再启动新的沙箱，结束正在运行的，保存已评的结果，退出码 130；第二次：立即退出（130），
@@ -23,28 +30,38 @@ import signal
 import sys
 import threading
 from concurrent.futures import FIRST_COMPLETED, CancelledError, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from shardlab import answers, roster, variants
-from shardlab.grade import gradescope, inject, outputs, personal, report
+from shardlab.exercise import answers, problems, roster, variants
+from shardlab.grade import gradescope, identify, inject, integrity, outputs, personal, report
 from shardlab.grade import status as st
 from shardlab.grade.course import Course, CourseError
-from shardlab.grade.folder import Found, Unreadable, read_submission, scan
+from shardlab.grade.folder import Found, Scan, Unreadable, read_submission, scan
 from shardlab.grade.judge import hidden_inputs
 from shardlab.grade.key import AnswerKeyError, load_key
 from shardlab.grade.sandbox import Interrupted, Limits, Sandbox, bwrap_problem, stage_library
 from shardlab.grade.submission import RESULT_VERSION, Context, failed_result, grade_submission
-from shardlab.grade.text import terminal
+from shardlab.untrusted import terminal
 
 LOCK = ".lock"
 WORK = ".work"
+SUBCOMMANDS = {
+    "gradescope": "写出 Gradescope 的自动评分器 zip（见 shardlab-grade gradescope --help）",
+    "gradescope-dry-run": "在本机用与 Gradescope 容器里相同的隔离试运行这个 zip（见 shardlab-grade gradescope-dry-run --help）",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="shardlab-grade", description="在沙箱里评分学生提交的练习笔记本")
+    p = argparse.ArgumentParser(
+        prog="shardlab-grade",
+        description="在沙箱里评分学生提交的练习笔记本",
+        epilog="另外两个子命令：\n" + "\n".join(f"  shardlab-grade {k:<19} {v}" for k, v in SUBCOMMANDS.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("submissions", nargs="+", help="提交所在目录（可以每个学生一个子目录）、通配符或文件")
     p.add_argument("-o", "--out", type=Path, required=True, help="输出目录")
     p.add_argument("-j", "--jobs", type=int, default=1, help="同时评几份（默认 1）")
@@ -55,18 +72,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--seed", type=int, help="选隐藏输入的种子（默认：有密钥时由密钥决定，否则沿用这个输出目录上次的，第一次随机）"
     )
-    p.add_argument("--roster", type=Path, help="花名册 CSV（id,name）：按每个学生的个人版评分，需要 --secret-file")
+    p.add_argument(
+        "--roster", type=Path, help="花名册 CSV（id,name[,lms_id,email]）：按每个学生的个人版评分，需要 --secret-file"
+    )
     p.add_argument("--secret-file", type=Path, help="生成个人版时用的教师密钥文件（shardlab-assign 的同一个）")
     p.add_argument("--weights", type=Path, help="每道题的权重：CSV problem,weight（默认都是 1）")
+    p.add_argument(
+        "--canvas-column", help="canvas.csv 里作业那一列的名字（要与 Canvas 里的作业名一致；默认 shardlab chNN）"
+    )
     p.add_argument("--wall", type=float, default=Limits.wall_s, help="每份提交的墙钟时间上限（秒）")
     p.add_argument("--cell-timeout", type=float, default=Limits.cell_s, help="每个单元的时间上限（秒）")
     p.add_argument("--memory-mb", type=int, default=Limits.memory_bytes >> 20, help="每个进程的地址空间上限（MiB）")
     p.add_argument("--nproc", type=int, default=Limits.nproc, help="沙箱里进程 + 线程数上限")
     p.add_argument(
         "--sandbox",
-        choices=["auto", "bwrap", "rlimit"],
+        choices=["auto", "bwrap", "uid", "rlimit"],
         default="auto",
-        help="auto：用 bubblewrap，用不了就拒绝运行；rlimit：只有资源限制（只用于可信的提交）",
+        help="auto/bwrap：bubblewrap（用不了就拒绝运行）；uid：只换成非特权 uid 加资源限制（需要 root）；"
+        "rlimit：只有资源限制（只用于可信的提交）",
     )
     p.add_argument("--no-progress", action="store_true", help="不显示进度条")
     return p
@@ -81,24 +104,52 @@ def _fail(message: str) -> int:
     return 2
 
 
+@dataclass
+class Personal:
+    """按个人版评分时的东西"""
+
+    students: list[roster.Student]
+    secret: bytes
+    key: personal.PersonalKey | None = None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["gradescope"]:  # shardlab-grade gradescope --secret-file SECRET --out autograder.zip
         return gradescope.main(argv[1:])
+    if argv[:1] == ["gradescope-dry-run"]:
+        return gradescope.dry_run_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         course = Course.from_option(args.course)
-        key = load_key(args.key, course)
-        args.personal = _personal(args, key)
+        base_key = load_key(args.key, course)
+        args.personal = _personal(args)
         args.weight_map = outputs.read_weights(args.weights)
-        if args.personal is not None:
-            key = args.personal[0]
         orders = {
             ch: inject.exercise_order(course.exercise(ch), ch)
             for ch in sorted({a.chapter for a in answers.ANSWERS.values()})
         }
         mode = _sandbox_mode(args.sandbox)
-    except (CourseError, AnswerKeyError, inject.CourseOrderError, UsageError, roster.RosterError, ValueError) as exc:
+        found = scan(args.submissions)
+        _peek_all(found)
+        if args.personal is not None:
+            _identify(found, args.personal)
+        chapter = _choose_chapter(found.found, args.chapter)
+        key = base_key
+        if args.personal is not None and chapter is not None:
+            assignment = f"ch{chapter:02d}"
+            args.personal.key = personal.PersonalKey.build(
+                base_key, args.personal.students, args.personal.secret, (assignment,)
+            )
+            key = args.personal.key
+            for f in found.found:
+                f.written_params = problems.written(assignment, f.peek.param_sources) if f.peek else None
+            problem = personal.check_notebooks(found.found, key, assignment)
+            if problem:
+                raise UsageError(problem)
+            _assign_ids(found)
+    except (CourseError, AnswerKeyError, inject.CourseOrderError, UsageError, roster.RosterError, ValueError,
+            variants.VariantError) as exc:  # fmt: skip
         return _fail(str(exc))
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -108,35 +159,75 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc))
     try:
         with _Interrupts() as interrupts:
-            return _main_locked(args, course, key, orders, mode, out, interrupts)
+            return _main_locked(args, course, key, orders, mode, out, interrupts, found, chapter)
     except UsageError as exc:
         return _fail(str(exc))
     finally:
         lock.close()
 
 
-def _personal(args, key):
-    """--roster 与 --secret-file：(个人版答案表, 学生, 密钥)；都没有给时 None"""
+def _personal(args) -> Personal | None:
+    """--roster 与 --secret-file；都没有给时 None"""
     if args.roster is None and args.secret_file is None:
         return None
     if args.roster is None or args.secret_file is None:
         raise UsageError("按个人版评分要同时给 --roster（花名册）和 --secret-file（生成个人版时的密钥）")
-    students = roster.read(args.roster)
-    secret = variants.read_secret(args.secret_file)
-    return personal.PersonalKey.build(key, students, secret), students, secret
+    return Personal(roster.read(args.roster), variants.read_secret(args.secret_file))
 
 
 def _sandbox_mode(choice: str) -> str:
-    if choice == "rlimit":
-        return "rlimit"
+    if choice in ("rlimit", "uid"):
+        if choice == "uid" and os.geteuid() != 0:
+            raise UsageError("--sandbox uid 需要以 root 运行（要换成非特权 uid）")
+        return choice
     problem = bwrap_problem()
     if problem is not None:
         raise UsageError(
             f"用不了 bubblewrap 沙箱：{problem}。没有 pid 命名空间和非特权 uid，学生的代码能读到机器上的文件、"
             "杀掉或拖垮整台机器。请以 root 运行并安装 bubblewrap（apt-get install bubblewrap），"
-            "或者只对可信的提交明确地加 --sandbox rlimit。"
+            "或者以 root 运行并加 --sandbox uid（只换 uid，没有命名空间），只对可信的提交才用 --sandbox rlimit。"
         )
     return "bwrap"
+
+
+def _peek_all(found: Scan) -> None:
+    """每份提交先读一次：章、笔记本里写的学生 id、参数单元（读不了的留给评分时报告）"""
+    for f in found.found:
+        try:
+            f.peek = inject.peek(inject.read_notebook(read_submission(f.path)))
+        except (inject.SubmissionError, Unreadable, OSError):
+            f.peek = None
+
+
+def _identify(found: Scan, who: Personal) -> None:
+    """对上花名册；认不出的移到忽略（附原因）"""
+    table = identify.Roster(who.students)
+    exports = {}
+    keep = []
+    for f in found.found:
+        parts = identify.rel_parts(f.raw_rel)
+        root = Path(os.fsdecode(f.path)).parents[len(parts) - 1] if len(parts) >= 1 else Path(".")
+        if root not in exports:
+            exports[root] = identify.gradescope_export(root)
+        ident = identify.identify(parts, table, f.peek.student if f.peek else None, exports[root])
+        if ident.sid is None:
+            found.ignored.append({"file": f.rel, "reason": ident.reason})
+            continue
+        f.roster_id, f.how, f.notes = ident.sid, ident.how, list(ident.notes)
+        keep.append(f)
+    found.found[:] = keep
+
+
+def _assign_ids(found: Scan) -> None:
+    """按个人版评分时，结果文件以学生 id 命名；同一个学生有几份时加上 ~ 和路径的短哈希"""
+    count: dict[str, int] = {}
+    for f in found.found:
+        count[f.roster_id] = count.get(f.roster_id, 0) + 1
+    for f in found.found:
+        if count[f.roster_id] == 1:
+            f.sid = f.roster_id
+        else:
+            f.sid = f"{f.roster_id}~{hashlib.sha256(f.raw_rel).hexdigest()[:8]}"
 
 
 def _lock(out: Path):
@@ -190,10 +281,7 @@ def _choose_chapter(found: list[Found], explicit: int | None) -> int | None:
         return explicit
     seen: dict[int, list[str]] = {}
     for f in found:
-        try:
-            chapter = inject.detect_chapter(inject.read_notebook(read_submission(f.path)))
-        except (inject.SubmissionError, Unreadable, OSError):
-            continue
+        chapter = f.peek.chapter if f.peek is not None else None
         if chapter is not None:
             seen.setdefault(chapter, []).append(f.rel)
     if len(seen) == 1:
@@ -245,13 +333,12 @@ class _Interrupts:
         print("评分器：收到中断：不再启动新的沙箱，正在保存已评的结果（再按一次 Ctrl-C 立即退出）", file=sys.stderr)
 
 
-def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interrupts: _Interrupts) -> int:
+def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interrupts, found: Scan, chapter) -> int:
     removed = _clean_leftovers(out)
     (out / "results").mkdir(parents=True, exist_ok=True)
-    found = scan(args.submissions)
-    roster_of = personal.map_to_roster(found, {s.id for s in args.personal[1]}) if args.personal else {}
-    chapter = _choose_chapter(found.found, args.chapter)
-    seed = args.seed if args.seed is not None else (personal.hidden_seed(args.personal[2]) if args.personal else None)
+    seed = args.seed
+    if seed is None and args.personal is not None:
+        seed = personal.hidden_seed(args.personal.secret)
     seed = seed if seed is not None else _previous_seed(out)
     seed = seed if seed is not None else secrets.randbits(63)
     inputs = hidden_inputs(seed)
@@ -263,12 +350,14 @@ def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interr
         for path in (out / WORK, work, work / "stage"):
             path.chmod(0o755)
         sandbox = Sandbox(staged, limits, mode=mode, workdir=work)
+        problem = sandbox.probe()
+        if problem:
+            raise UsageError(problem)
         interrupts.sandbox = sandbox
         if interrupts.stop.is_set():
             sandbox.kill_all()
-        ctx = Context(
-            key, seed, inputs, sandbox, chapter, orders, workdir=work, stop=interrupts.stop, roster_of=roster_of
-        )
+        ctx = Context(key, seed, inputs, sandbox, chapter, orders, workdir=work, stop=interrupts.stop,
+                      weights=args.weight_map)  # fmt: skip
         meta = {
             "isolation": sandbox.mode,
             "limits": limits.as_dict(),
@@ -283,6 +372,7 @@ def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interr
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "personal_variants": args.personal is not None,
             "weights": args.weight_map,
+            "selection_rule": SELECTION_RULE,
         }
         if removed:
             meta["cleaned_up"] = removed
@@ -293,11 +383,35 @@ def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interr
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _cached(previous: dict | None, sha: str | None, cache_key: str) -> dict | None:
-    """上次的结果（`_previous` 已读入并核对过版本与学生）还能用时返回它：同样的提交、答案表、评分代码与种子"""
+SELECTION_RULE = (
+    "同一个学生有几份提交时全部评分，取总分最高的一份计入成绩（同分取路径排在前面的）；"
+    "笔记本里写着另一个学生 id 的文件只在这个学生没有别的文件时才计入"
+)
+
+
+def select_counted(results: list[dict]) -> None:
+    """每个学生（roster_id）只有一份计入成绩（counted = True），规则见 SELECTION_RULE；没有花名册时每份都计入"""
+    by: dict[str, list[dict]] = {}
+    for r in results:
+        r["counted"] = True
+        if r.get("roster_id"):
+            by.setdefault(r["roster_id"], []).append(r)
+    for group in by.values():
+        if len(group) < 2:
+            continue
+        clean = [r for r in group if not r.get("identity_conflict")] or group
+        best = min(clean, key=lambda r: (-r.get("points", 0.0), r.get("file", "")))
+        for r in group:
+            r["counted"] = r is best
+
+
+def _cached(previous: dict | None, sha: str | None, cache_key: str, found: Found) -> dict | None:
+    """上次的结果还能用时返回它：同样的提交、答案表、评分代码、种子与权重，并且对上的还是同一个学生"""
     if previous is None or sha is None:
         return None
     if previous.get("cache_key") != cache_key or previous.get("sha256") != sha:
+        return None
+    if previous.get("roster_id") != found.roster_id or previous.get("file") != found.rel:
         return None
     return previous
 
@@ -309,10 +423,13 @@ def _sha(path: Path) -> str | None:
         return None
 
 
-def _previous(out: Path, meta: dict) -> dict[str, dict]:
-    """以前评过的（也许这次没列出的）提交都留在成绩册里；读不了的结果文件报告出来，不悄悄跳过"""
+def _previous(out: Path, meta: dict, wanted: set[str]) -> dict[str, dict]:
+    """上次写下的结果（只读这次找到的提交的）；读不了的结果文件报告出来，不悄悄跳过"""
     results: dict[str, dict] = {}
     for path in sorted((out / "results").glob("*.json")):
+        if path.stem not in wanted:
+            meta.setdefault("not_in_this_run", []).append(path.name)
+            continue
         try:
             old = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -325,10 +442,11 @@ def _previous(out: Path, meta: dict) -> dict[str, dict]:
 
 
 def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
-    results = _previous(out, meta)
+    previous = _previous(out, meta, {f.sid for f in found})
+    results: dict[str, dict] = {}
     todo: list[Found] = []
     for f in found:
-        cached = None if args.force else _cached(results.get(f.sid), _sha(f.path), ctx.cache_key)
+        cached = None if args.force else _cached(previous.get(f.sid), _sha(f.path), ctx.cache_key, f)
         if cached is not None:
             results[f.sid] = cached
         else:
@@ -382,24 +500,32 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         "ignored": len(meta["ignored"]),
     }
     meta["interrupted"] = interrupted
+    select_counted(list(results.values()))
     _write_gradebook(out, results, meta)
-    stale = sum(not report.is_current(r, meta) for r in results.values())
     ignored = [(i["file"], i["reason"]) for i in meta["ignored"]]
-    students = args.personal[1] if args.personal else None
+    students = args.personal.students if args.personal else None
     try:
+        evidence = None
+        if args.personal is not None and ctx.chapter is not None:
+            counted = [r for r in results.values() if r.get("counted")]
+            evidence = integrity.analyze(counted, args.personal.key.values, f"ch{ctx.chapter:02d}")
         overview = outputs.write_all(
-            out, list(results.values()), students, args.weight_map, ctx.chapter, ignored, report.atomic_write
-        )
+            out, list(results.values()), students, ctx.chapter, ignored, report.atomic_write,
+            args.canvas_column, args.weight_map, evidence,
+        )  # fmt: skip
     except Exception as exc:  # noqa: BLE001  汇总写不出来不影响已经写出的成绩册
-        overview = f"评分器：写汇总（grades_wide.csv、canvas.csv、summary.md）失败：{terminal(exc)}"
+        overview = f"评分器：写汇总（grades_wide.csv、canvas.csv、summary.md、ta/）失败：{terminal(exc)}"
     print(
         f"评分完成：新评 {len(newly)} 份，跳过已评 {skipped} 份，忽略 {len(meta['ignored'])} 个文件；"
         f"隔离方式 {ctx.sandbox.mode}；共 {len(results)} 份。结果在 {terminal(out)}/gradebook.csv 与 grades_wide.csv",
         file=sys.stderr,
     )
     print(overview, file=sys.stderr)
-    if stale:
-        print(f"评分器：成绩册里有 {stale} 份是在别的答案表、评分代码或种子下评的（current = no）", file=sys.stderr)
+    if meta.get("not_in_this_run"):
+        print(
+            f"评分器：输出目录里有 {len(meta['not_in_this_run'])} 份以前的结果不属于这次的提交，没有进成绩册（文件还在 results/）",
+            file=sys.stderr,
+        )
     if interrupted:
         print("评分被中断：已评的结果都已保存，再运行一次会接着评剩下的", file=sys.stderr)
         return 130
@@ -408,6 +534,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
 
 def _write_gradebook(out: Path, results: dict[str, dict], meta: dict) -> None:
     try:
+        select_counted(list(results.values()))
         report.write_gradebook(out, list(results.values()), meta)
     except Exception as exc:  # noqa: BLE001  成绩册写不出来不能让别的提交丢掉结果；每份的 results/*.json 都在
         print(f"评分器：写成绩册失败：{terminal(exc)}", file=sys.stderr)

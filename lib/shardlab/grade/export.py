@@ -11,7 +11,7 @@ import inspect
 import json
 from dataclasses import dataclass
 
-from shardlab.check import as_number
+from shardlab.exercise.judge import as_number
 from shardlab.grade.markers import EXPORT_TAG, MARKER
 
 __all__ = ["EXPORT_TAG", "MARKER", "ExportItem", "export_source", "parse_exports"]

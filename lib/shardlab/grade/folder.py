@@ -1,6 +1,8 @@
 """提交目录：找出要评的文件（只要普通文件，不跟随符号链接），安全地读它们，给每份提交一个唯一、可追溯的学生 id
 
-- 目录里的 ``*.ipynb``（不分大小写）和每个学生一个子目录（``subs/<学生>/*.ipynb``）都算提交；
+- 目录里的 ``*.ipynb``（不分大小写）和每个学生一个子目录（``subs/<学生>/*.ipynb``）都算提交；通配符同样
+  （``'subs/*/ch05.ipynb'`` 里，路径从通配符前面的固定部分 ``subs/`` 算起，所以 ``<学生>/`` 照样是学生的文件夹）；
+  以 ``.`` 开头的文件与文件夹（``.ipynb_checkpoints``、macOS 的 ``._x.ipynb``）和 ``__MACOSX`` 文件夹不看；
   符号链接、FIFO、设备、目录、套接字即使名字是 ``*.ipynb`` 也不读，列为“忽略”并写明原因；别的文件也列出来；
 - 读文件用 ``O_NOFOLLOW | O_NONBLOCK`` 打开，确认是普通文件，最多读 ``MAX_SUBMISSION_BYTES + 1`` 个字节；
 - 学生 id 由相对于提交目录的路径得到：顶层文件取文件名，子目录里的文件取子目录名；只保留字母（含中文）、数字、
@@ -20,7 +22,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shardlab.grade.text import clean
+from shardlab.untrusted import clean
 
 MAX_SUBMISSION_BYTES = 20 << 20
 MAX_ID_BYTES = 96  # 学生 id 的字节数上限（加上哈希、.json 和临时文件的前后缀仍远小于 255）
@@ -46,6 +48,11 @@ class Found:
     raw_rel: bytes  # 相对路径的原始字节（用来算 id 和哈希）
     group: bytes  # 决定 id 的那一段：顶层文件的文件名（去掉 .ipynb），或子目录名
     sid: str = ""
+    roster_id: str | None = None  # 按个人版评分时：对上的花名册学生（shardlab.grade.identify）
+    how: str = ""  # 怎样对上的（给助教看）
+    notes: list[str] = field(default_factory=list)  # 给助教看的身份问题（笔记本里写的是另一个学生……）
+    written_params: dict | None = None  # 参数单元里写的参数（核对密钥用）
+    peek: object = None  # inject.Peek：评分之前读出的章、笔记本里写的学生 id、参数单元；读不了时为 None
 
 
 @dataclass
@@ -112,12 +119,28 @@ def scan(specs: list[str]) -> Scan:
         if top_mode is not None and stat.S_ISDIR(top_mode):
             _walk(top, b"", 1, add, result)
         elif any(ch in spec for ch in "*?["):
+            base = _static_prefix(top)
             for match in sorted(glob.glob(top)):
-                add(match, match, _stem(os.path.basename(match)))
+                rel = os.path.relpath(match, base) if base else match
+                parts = [p for p in rel.split(b"/") if p]
+                if any(p.startswith(b".") or p == b"__MACOSX" for p in parts):
+                    continue
+                add(match, rel, parts[0] if len(parts) > 1 else _stem(parts[-1]))
         else:
             add(top, top, _stem(os.path.basename(top)))
     assign_ids(result.found)
     return result
+
+
+def _static_prefix(pattern: bytes) -> bytes:
+    """通配符前面不含通配符的那几级目录（``subs/*/x.ipynb`` → ``subs``）"""
+    parts = pattern.split(b"/")
+    fixed = []
+    for part in parts[:-1]:
+        if any(ch in part for ch in b"*?["):
+            break
+        fixed.append(part)
+    return b"/".join(fixed) if fixed else (b"/" if pattern.startswith(b"/") else b"")
 
 
 def _walk(root: bytes, rel: bytes, depth: int, add, result: Scan) -> None:
@@ -129,8 +152,8 @@ def _walk(root: bytes, rel: bytes, depth: int, add, result: Scan) -> None:
     for entry in entries:
         name = entry.name
         sub = os.path.join(rel, name) if rel else name
-        if name.startswith(b"."):
-            continue  # 隐藏文件（.DS_Store、.ipynb_checkpoints、.git）
+        if name.startswith(b".") or name == b"__MACOSX":
+            continue  # 隐藏文件（.DS_Store、.ipynb_checkpoints、.git、macOS 的 ._x.ipynb）与 macOS 压缩包里的 __MACOSX
         if entry.is_symlink():
             result.ignored.append({"file": show(sub), "reason": "符号链接（symlink），评分器不跟随它"})
             continue

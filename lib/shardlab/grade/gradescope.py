@@ -1,17 +1,29 @@
-"""Gradescope 的自动评分器（autograder）：``shardlab-grade gradescope --secret-file SECRET --out autograder.zip``
+"""Gradescope 的自动评分器（autograder）
 
-Gradescope 为每份提交启动一个容器：先在构建镜像时运行一次 ``setup.sh``，评分时运行 ``run_autograder``。
-目录约定（``$AUTOGRADER_ROOT``，默认 ``/autograder``，测试里指向一个临时目录）：
+    shardlab-grade gradescope --secret-file 密钥 --roster 花名册 --chapter 5 --out autograder.zip [--weights w.csv]
+    shardlab-grade gradescope-dry-run autograder.zip 笔记本.ipynb --sid 学号      # 上传之前在本机试一遍
 
-- ``source/``：zip 的内容（课程库 ``lib/shardlab``、锁定的 ``requirements.txt``、练习笔记本、答案表、密钥、可选的花名册）；
-- ``submission/``：学生上传的文件；``submission_metadata.json``：提交的信息，学生 id 取 ``users[0].sid``（Gradescope 的学号，
-  没有时取 ``email``），它必须是生成个人版时花名册里的 id；
-- ``results/results.json``：结果，按 Gradescope 的格式：``score``、``output``、``visibility``、``stdout_visibility``，
-  ``tests`` 里每道题一项（``name``、``score``、``max_score``、``status``、``output``、``visibility``）。
+**zip 里没有密钥。** 容器需要的东西在生成 zip 时就算好：花名册上每个学生这一章的参数（``grader/variants.json``，
+只有学号、邮箱和参数，没有姓名）、函数答案隐藏输入的种子、权重和章（``grader/config.json``）、发布版的答案表。
+这些文件在容器里只有 root 能读（``setup.sh`` 与 ``run_autograder`` 都把 ``grader/`` 设成 0700、文件 0600）。
 
-隔离：在 Gradescope 里，每份提交自己的容器就是隔离边界，容器里没有别的学生的文件；所以这里明确地用 rlimit 模式
-（只有资源限制：时间、内存、进程数、文件大小），不需要也不尝试 bubblewrap。答案表和密钥在容器里，
-但评分时学生的代码运行在去掉了参考算法的库副本上，参考值只在评分进程里。
+**学生的代码不是以 root 运行。** ``setup.sh`` 建一个专用的非特权用户 ``shardlab-student``；评分时先试 bubblewrap
+（容器允许时用它：另加 pid、网络命名空间），不行就只换成这个用户（``sandbox`` 的 uid 模式），资源限制与本机相同；
+两样都做不到（不是 root、没有 setpriv）时不评分，结果里写明原因。``results.json`` 的 output 里写着用的是哪种隔离。
+笔记本跑完后，这个用户的每一个进程都被杀掉并等到一个不剩，评分器之后才（原子地）写 ``results.json``；
+结果目录属于 root，学生的进程本来也写不进去。
+
+**一个 zip 只评一章**（``--chapter`` 必须给）：别的章的笔记本得 0 分并说明原因，满分仍是这一章的满分。
+
+**选哪个文件。** ``submission/`` 下所有 ``.ipynb``，不看以 ``.`` 开头的（``.ipynb_checkpoints``、macOS 的 ``._x``）
+和 ``__MACOSX``；有几个时，优先笔记本元数据里写着这一章、这位学生（或组员之一）的，其次含这一章答案标签的，
+再按路径排序；output 里写明评的是哪个文件、为什么。
+
+**小组提交。** ``users`` 里有几个人时，按笔记本里写的学生 id 是哪位组员就按谁的个人版评分；笔记本里没有写、
+或写的不是组员时，按第一位在花名册里的组员评分，并说明。
+
+目录约定（``$AUTOGRADER_ROOT``，默认 ``/autograder``）：``source/`` 是 zip 的内容，``submission/`` 是学生上传的文件，
+``submission_metadata.json`` 是提交信息（学号取 ``users[i].sid``，没有时取 ``email``），结果写到 ``results/results.json``。
 """
 
 from __future__ import annotations
@@ -19,38 +31,58 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pwd
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
-from shardlab import answers, problems, roster, variants
-from shardlab.grade import inject, judge, personal, report
+from shardlab.exercise import answers, roster, variants
+from shardlab.grade import inject, judge, outputs, personal, report
 from shardlab.grade import status as st
 from shardlab.grade.course import Course, CourseError
-from shardlab.grade.folder import Found, Unreadable, read_submission
-from shardlab.grade.key import AnswerKeyError, load_key, read_key
-from shardlab.grade.sandbox import PACKAGE, Limits, Sandbox, stage_library
+from shardlab.grade.folder import MAX_SUBMISSION_BYTES, Found, Unreadable, read_submission
+from shardlab.grade.key import AnswerKey, AnswerKeyError, load_key, read_key
+from shardlab.grade.sandbox import PACKAGE, Limits, Sandbox, bwrap_problem, reap_uid, stage_library
 from shardlab.grade.submission import Context, grade_submission
+from shardlab.untrusted import terminal
 
-SETUP_SH = """#!/usr/bin/env bash
-# Gradescope 构建镜像时运行一次：安装锁定的依赖和 Jupyter 内核
+STUDENT_USER = "shardlab-student"
+PRIVATE = "grader"  # zip 里只有 root 能读的目录
+CHAPTERS = (5, 6)
+ZIP_MODE = 0o600  # zip 里有全班的参数
+SANDBOX_ENV = "SHARDLAB_GRADESCOPE_SANDBOX"  # 只在本机试运行时用：强制某种隔离（容器里没有人会设它）
+
+SETUP_SH = f"""#!/usr/bin/env bash
+# Gradescope 构建镜像时运行一次：Python 3.11、锁定的依赖、Jupyter 内核、bubblewrap 与 setpriv、学生代码用的专用用户
 set -euo pipefail
 cd /autograder/source
-apt-get update -q && apt-get install -y -q python3 python3-pip python3-venv
-python3 -m venv /autograder/venv
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends bubblewrap util-linux ca-certificates software-properties-common
+if ! command -v python3.11 >/dev/null; then
+  apt-get install -y -q python3.11 python3.11-venv || {{
+    add-apt-repository -y ppa:deadsnakes/ppa && apt-get update -q && apt-get install -y -q python3.11 python3.11-venv; }}
+fi
+python3.11 -m venv /autograder/venv
 /autograder/venv/bin/python -m pip install -q -r requirements.txt
 /autograder/venv/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3"
+id -u {STUDENT_USER} >/dev/null 2>&1 || useradd --system --no-create-home --home-dir /nonexistent \\
+  --shell /usr/sbin/nologin {STUDENT_USER}
+chown -R root:root /autograder/source/{PRIVATE}
+chmod 700 /autograder/source/{PRIVATE}
+chmod 600 /autograder/source/{PRIVATE}/*
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
-# Gradescope 为每份提交运行一次；AUTOGRADER_ROOT 默认 /autograder（测试用临时目录代替）
+# Gradescope 为每份提交运行一次（以 root）；AUTOGRADER_ROOT 默认 /autograder（本机试运行用临时目录代替）
 set -u
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 PY="${SHARDLAB_PYTHON:-$ROOT/venv/bin/python}"
-export PYTHONPATH="$ROOT/source/lib${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$ROOT/source/lib"
 export COURSE_PROFILE=cpu
 export JUPYTER_PATH="${JUPYTER_PATH:-$ROOT/venv/share/jupyter}"
 mkdir -p "$ROOT/results"
@@ -58,70 +90,95 @@ exec "$PY" -m shardlab.grade.gradescope run --root "$ROOT"
 """
 
 
-CHAPTERS = (5, 6)
+class GradescopeError(RuntimeError):
+    """zip 写不出来（缺参数、花名册或密钥有问题）"""
 
 
-def build_zip(course: Course, secret_file: Path, out: Path, roster_file: Path | None, chapter: int | None) -> Path:
-    """写出 autograder.zip：setup.sh、run_autograder、课程库、依赖、练习笔记本、答案表、密钥、（可选）花名册
+class IsolationError(RuntimeError):
+    """容器里没法安全地运行学生的笔记本"""
 
-    chapter 为 None 时两章的练习都放进去，评分时按提交里的答案标签认出是哪一章。
-    """
+
+# ---- 生成 zip（教师的机器上） ----
+def build_zip(
+    course: Course, secret_file: Path, out: Path, roster_file: Path, chapter: int, weights_file: Path | None = None
+) -> Path:
+    """写出 autograder.zip（0600）：脚本、课程库、依赖、练习笔记本、发布版答案表、算好的参数与种子；没有密钥"""
+    if chapter not in CHAPTERS:
+        raise GradescopeError(f"--chapter 必须是 {'、'.join(map(str, CHAPTERS))} 之一：一个 Gradescope 作业只评一章")
     secret = variants.read_secret(secret_file)
-    students = roster.read(roster_file) if roster_file else []
+    students = roster.read(roster_file)
+    weights = outputs.read_weights(weights_file)
     key = load_key(None, course)
-    config = {"chapter": chapter, "roster": bool(students)}
+    assignment = f"ch{chapter:02d}"
+    drawn = variants.for_class(secret, assignment, [s.id for s in students])
+    config = {
+        "chapter": chapter,
+        "seed": personal.hidden_seed(secret),
+        "weights": weights,
+        "student_user": STUDENT_USER,
+    }
+    people = [{"id": s.id, "email": s.email, "lms_id": s.lms_id} for s in students]  # 没有姓名：容器里用不到
     files: dict[str, bytes] = {
         "setup.sh": SETUP_SH.encode(),
         "run_autograder": RUN_AUTOGRADER.encode(),
         "requirements.txt": (course.root / "requirements.txt").read_bytes(),
-        "config.json": json.dumps(config).encode(),
-        "key/answer_key.json": json.dumps(key.entries, ensure_ascii=False).encode(),
-        "key/secret": secret,
+        f"exercises/ch{chapter:02d}_exercises.ipynb": course.exercise(chapter).read_bytes(),
+        f"{PRIVATE}/config.json": json.dumps(config, sort_keys=True).encode(),
+        f"{PRIVATE}/answer_key.json": json.dumps(key.entries, ensure_ascii=False, sort_keys=True).encode(),
+        f"{PRIVATE}/roster.json": json.dumps(people, ensure_ascii=False).encode(),
+        f"{PRIVATE}/variants.json": json.dumps(
+            {sid: {assignment: p} for sid, p in drawn.items()}, ensure_ascii=False, sort_keys=True
+        ).encode(),  # fmt: skip
     }
-    for ch in CHAPTERS if chapter is None else (chapter,):
-        files[f"exercises/ch{ch:02d}_exercises.ipynb"] = course.exercise(ch).read_bytes()
-    if roster_file:
-        files["key/roster.csv"] = Path(roster_file).read_bytes()
-        # 每个学生的参数先算好（抽参数要几十毫秒一个人），容器里只读
-        known = {s.id: {a: variants.for_student(secret, a, s.id) for a in problems.ASSIGNMENTS} for s in students}
-        files["key/variants.json"] = json.dumps(known, ensure_ascii=False, sort_keys=True).encode()
     for path in sorted(PACKAGE.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             files[f"lib/shardlab/{path.relative_to(PACKAGE).as_posix()}"] = path.read_bytes()
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, data in files.items():
-            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))  # 固定时间：同样的输入得到同样的 zip
-            mode = 0o755 if name in ("setup.sh", "run_autograder") else 0o644
-            info.external_attr = (stat.S_IFREG | mode) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, data)
-    os.replace(tmp, out)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, ZIP_MODE)
+        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:
+            for name, data in files.items():
+                info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))  # 固定时间：同样的输入得到同样的 zip
+                mode = 0o755 if name in ("setup.sh", "run_autograder") else 0o600 if name.startswith(PRIVATE) else 0o644
+                info.external_attr = (stat.S_IFREG | mode) << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                z.writestr(info, data)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return out
 
 
 # ---- 容器里：评一份提交 ----
-def student_of(metadata: dict) -> str | None:
+def members(metadata: dict) -> list[str]:
+    """提交者的学号（或邮箱），按 users 的顺序；小组提交有几个"""
     users = metadata.get("users") if isinstance(metadata, dict) else None
-    if not isinstance(users, list) or not users or not isinstance(users[0], dict):
-        return None
-    user = users[0]
-    for field in ("sid", "email"):
-        value = user.get(field)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
+    out = []
+    for user in users if isinstance(users, list) else []:
+        if not isinstance(user, dict):
+            continue
+        for field in ("sid", "email"):
+            value = user.get(field)
+            if isinstance(value, str) and value.strip():
+                out.append(value.strip()[:200])
+                break
+    return out
+
+
+def student_of(metadata: dict) -> str | None:
+    """第一位提交者的学号（或邮箱）"""
+    found = members(metadata)
+    return found[0] if found else None
 
 
 def _results(score: float, output: str, tests: list[dict]) -> dict:
-    return {
-        "score": score,
-        "output": output,
-        "visibility": "visible",
-        "stdout_visibility": "hidden",
-        "tests": tests,
-    }
+    return {"score": score, "output": output, "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
+
+
+def _write(root: Path, res: dict) -> None:
+    report.atomic_write(root / "results" / "results.json", json.dumps(res, ensure_ascii=False, indent=1), 0o644)
 
 
 def _fail(root: Path, message: str) -> dict:
@@ -130,81 +187,259 @@ def _fail(root: Path, message: str) -> dict:
     return res
 
 
-def _write(root: Path, res: dict) -> None:
-    report.atomic_write(root / "results" / "results.json", json.dumps(res, ensure_ascii=False, indent=1))
+def lock_down(root: Path) -> None:
+    """只有 root 能读 grader/ 和提交信息；结果目录属于 root、别人写不进去（setup.sh 已经做过；每次再做一遍）"""
+    private = root / "source" / PRIVATE
+    if private.is_dir():
+        private.chmod(0o700)
+        for path in private.iterdir():
+            path.chmod(0o600)
+    meta = root / "submission_metadata.json"
+    if meta.exists():
+        meta.chmod(0o600)
+    results = root / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    results.chmod(0o755)
+
+
+def choose_isolation(config: dict) -> tuple[str | None, int | None, str]:
+    """(模式, uid, 说明)：bubblewrap 能用就用；否则以 root 运行时换成专用用户；都不行时模式为 None"""
+    forced = os.environ.get(SANDBOX_ENV)
+    if forced == "rlimit":
+        return "rlimit", None, "只有资源限制（本机试运行时明确要求的；Gradescope 里不会这样）"
+    user = config.get("student_user", STUDENT_USER)
+    try:
+        uid = pwd.getpwnam(user).pw_uid
+        who = f"用户 {user}（uid {uid}）"
+    except KeyError:
+        uid, who = None, "一个随机的非特权 uid（没有找到 setup.sh 建的用户）"
+    if forced != "uid":
+        problem = bwrap_problem()
+        if problem is None:
+            return "bwrap", uid, f"bubblewrap（pid、网络命名空间）+ {who} + 资源限制"
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return None, None, "评分器不是以 root 运行，或没有 setpriv：不能把学生的代码换成非特权用户"
+    return "uid", uid if uid is not None else 200_000 + os.getpid() % 100_000, f"{who} + 资源限制（没有命名空间）"
+
+
+def _candidates(submission: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(submission):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__MACOSX")
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if name.startswith(".") or not name.lower().endswith(".ipynb") or path.is_symlink():
+                continue
+            out.append(path)
+    return out
+
+
+def choose_notebook(submission: Path, chapter: int, group: list[str]) -> tuple[Path | None, inject.Peek | None, str]:
+    """(文件, 读出的元数据, 说明)；规则见模块说明"""
+    assignment = f"ch{chapter:02d}"
+    folded = {roster.normalize(g) for g in group}
+    scored = []
+    for path in _candidates(submission):
+        try:
+            peek = inject.peek(inject.read_notebook(read_submission(path)))
+        except (inject.SubmissionError, Unreadable, OSError):
+            peek = None
+        rank = 3
+        if peek is not None and peek.chapter == chapter:
+            rank = 1
+            if peek.assignment == assignment and peek.student and roster.normalize(peek.student) in folded:
+                rank = 0
+        elif peek is not None and peek.chapter is not None:
+            rank = 2
+        scored.append((rank, path.relative_to(submission).as_posix(), path, peek))
+    if not scored:
+        return None, None, ""
+    scored.sort(key=lambda t: (t[0], t[1]))
+    rank, rel, path, peek = scored[0]
+    why = {
+        0: "元数据写着这一章和你的学号",
+        1: "含这一章的答案标签",
+        2: "不是这一章的练习，但没有更合适的",
+        3: "没有更合适的",
+    }
+    note = f"评分的文件：{rel}（{why[rank]}）"
+    if len(scored) > 1:
+        others = "、".join(t[1] for t in scored[1:6]) + ("…" if len(scored) > 6 else "")
+        note += f"；另外 {len(scored) - 1} 个笔记本没有评：{others}"
+    return path, peek, note
 
 
 def run(root: Path) -> dict:
     """评 root/submission 里的笔记本，写出 root/results/results.json，返回它的内容"""
+    lock_down(root)
     source = root / "source"
-    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
-    chapter = config.get("chapter")
-    chapters = CHAPTERS if chapter is None else (int(chapter),)
-    what = f"ch{int(chapter):02d}_exercises.ipynb" if chapter else "练习笔记本"
+    private = source / PRIVATE
+    try:
+        config = json.loads((private / "config.json").read_text(encoding="utf-8"))
+        chapter = int(config["chapter"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return _fail(root, f"评分器的配置读不了（{exc}）：请教师重新生成 autograder.zip")
     try:
         metadata = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return _fail(root, f"读不了 submission_metadata.json（{exc}）：没法知道这是哪位学生的提交")
-    sid = student_of(metadata)
-    if sid is None:
-        return _fail(root, "submission_metadata.json 里没有学号（users[0].sid）或邮箱：没法找到这位学生的个人版")
-    secret = (source / "key" / "secret").read_bytes()
-    roster_path = source / "key" / "roster.csv"
-    students = roster.read(roster_path) if roster_path.exists() else [roster.Student(sid, "", 0)]
-    if sid not in {s.id for s in students}:
-        return _fail(root, f"学号 {sid!r} 不在花名册里：请联系教师（个人版按花名册生成）")
-    notebooks = sorted(p for p in (root / "submission").rglob("*") if p.is_file() and p.name.lower().endswith(".ipynb"))
-    if not notebooks:
-        return _fail(root, f"提交里没有 .ipynb 笔记本：请上传你的 {what}")
-    known_path = source / "key" / "variants.json"
-    known = json.loads(known_path.read_text(encoding="utf-8")) if known_path.exists() else None
-    key = personal.PersonalKey.build(read_key(source / "key" / "answer_key.json"), students, secret, known)
-    seed = personal.hidden_seed(secret)
+    group = members(metadata)
+    if not group:
+        return _fail(root, "submission_metadata.json 里没有学号（users[].sid）或邮箱：没法找到这位学生的个人版")
+    people = json.loads((private / "roster.json").read_text(encoding="utf-8"))
+    ids = {roster.normalize(p["id"]): p["id"] for p in people}
+    ids.update({roster.normalize(p["email"]): p["id"] for p in people if p.get("email")})
+    known = list(dict.fromkeys(ids[roster.normalize(g)] for g in group if roster.normalize(g) in ids))
+    if not known:
+        shown = "、".join(terminal(g, 60) for g in group)
+        return _fail(root, f"学号 {shown} 不在花名册里：请联系教师（个人版按花名册生成）")
+    path, peek, file_note = choose_notebook(root / "submission", chapter, known)
+    if path is None:
+        return _fail(root, f"提交里没有 .ipynb 笔记本：请上传你的 ch{chapter:02d}_exercises.ipynb")
+    sid, group_note = known[0], ""
+    if len(group) > 1:
+        claimed = peek.student if peek is not None else None
+        match = next((k for k in known if claimed and roster.normalize(claimed) == roster.normalize(k)), None)
+        sid = match or known[0]
+        group_note = (
+            f"小组提交（{len(group)} 人）：笔记本里写的学生 id 是组员 {sid}，按 {sid} 的个人版评分"
+            if match
+            else f"小组提交（{len(group)} 人）：笔记本里没有写组员的 id，按第一位组员 {sid} 的个人版评分"
+        )
+    mode, uid, isolation = choose_isolation(config)
+    if mode is None:
+        return _fail(root, f"评分器不能安全地运行你的笔记本（{isolation}）：这不是你的错，请告诉教师")
+    assignment = f"ch{chapter:02d}"
+    variants_doc = json.loads((private / "variants.json").read_text(encoding="utf-8"))
+    students = [roster.Student(p["id"], "", 0) for p in people]
+    base = read_key(private / "answer_key.json")
+    key = personal.PersonalKey.build(base, students, None, (assignment,), variants_doc, int(config["seed"]))
+    weights = {k: float(v) for k, v in (config.get("weights") or {}).items()}
+    try:
+        res = _grade(root, path, sid, chapter, key, int(config["seed"]), weights, mode, uid, source)
+    except IsolationError as exc:
+        return _fail(root, f"评分器不能安全地运行你的笔记本（{exc}）：这不是你的错，请告诉教师")
+    if uid is not None:
+        reap_uid(uid)  # 评分器写结果之前，学生的进程一个不剩
+    return _report(root, res, chapter, weights, [f"学号 {sid}，第 {chapter} 章", group_note, file_note,
+                                                   f"隔离：{isolation}"])  # fmt: skip
+
+
+def _grade(root, path, sid, chapter, key: AnswerKey, seed: int, weights, mode, uid, source: Path) -> dict:
     inputs = judge.hidden_inputs(seed)
-    orders = {ch: inject.exercise_order(source / "exercises" / f"ch{ch:02d}_exercises.ipynb", ch) for ch in chapters}
-    path = notebooks[0]
-    if chapter is None:  # 两章都放进了 zip：按提交里的答案标签认出是哪一章
-        try:
-            chapter = inject.detect_chapter(inject.read_notebook(read_submission(path)))
-        except (inject.SubmissionError, Unreadable, OSError):
-            chapter = None
-        chapter = chapter if chapter in chapters else chapters[0]
-    rel = path.relative_to(root / "submission").as_posix()
-    found = Found(path, rel, os.fsencode(rel), os.fsencode(sid), sid)
+    orders = {chapter: inject.exercise_order(source / "exercises" / f"ch{chapter:02d}_exercises.ipynb", chapter)}
     stage = Path(tempfile.mkdtemp(prefix="shardlab-stage-"))
     try:
         staged = stage_library(stage / "lib")
         stage.chmod(0o755)
-        sandbox = Sandbox(staged, Limits(), mode="rlimit", workdir=stage)  # 容器本身是隔离边界
-        ctx = Context(key, seed, inputs, sandbox, int(chapter), orders, workdir=stage, roster_of={sid: sid})
-        res = grade_submission(found, ctx)
+        sandbox = Sandbox(staged, Limits(), mode=mode, workdir=stage, uid=uid)
+        problem = sandbox.probe()
+        if problem:
+            raise IsolationError(problem)
+        ctx = Context(key, seed, inputs, sandbox, chapter, orders, workdir=stage, weights=weights)
+        rel = path.relative_to(root / "submission").as_posix()
+        found = Found(path, rel, os.fsencode(rel), os.fsencode(sid), sid, roster_id=sid, how="Gradescope 的学号")
+        return grade_submission(found, ctx)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _report(root: Path, res: dict, chapter: int, weights: dict, notes: list[str]) -> dict:
     tests = []
     for prob in res["problems"]:
         spec = answers.ANSWERS.get(prob["id"])
-        name = f"{prob['id']}：{spec.meaning}" if spec else prob["id"]
-        ok = prob["points"] >= prob["max_points"] > 0
         tests.append(
             {
-                "name": name,
+                "name": f"{prob['id']}：{spec.meaning}" if spec else prob["id"],
                 "score": prob["points"],
                 "max_score": prob["max_points"],
-                "status": "passed" if ok else "failed",
-                "output": f"{st.text(prob['status'])}。{prob.get('message', '')}",
+                "status": "passed" if prob.get("verdict") == st.CORRECT else "failed",
+                "output": st.describe(prob["status"], prob.get("message", "")),
                 "visibility": "visible",
             }
         )
-    notes = [f"学号 {sid}，第 {res.get('chapter') or '?'} 章；评分的文件：{notebooks[0].name}"]
-    if len(notebooks) > 1:
-        notes.append(f"提交里有 {len(notebooks)} 个笔记本，只评了第一个（按文件名排序）")
+    lines = [n for n in notes if n]
     if res["status"] != st.GRADED:
-        notes.append(f"整份提交：{st.text(res['status'])}。{res.get('message', '')}")
+        lines.append(f"整份提交：{st.describe(res['status'], res.get('message', ''))}")
+    lines += res.get("notes", [])[:5]
     for err in res.get("errors", [])[:5]:
-        notes.append(f"出错的单元 {err.get('cell')}：{err.get('summary')}")
-    out = _results(res["points"], "\n".join(notes), tests)
+        where = f"第 {err['cell']} 个代码单元" if err.get("cell") else "评分单元"
+        lines.append(f"{where}出错：{err.get('summary')}")
+    out = _results(res["points"], "\n".join(lines), tests)
     _write(root, out)
     return out
+
+
+# ---- 本机试运行 ----
+def _safe_extract(zip_path: Path, dest: Path) -> None:
+    with zipfile.ZipFile(zip_path) as z:
+        for info in z.infolist():
+            name = Path(info.filename)
+            if name.is_absolute() or ".." in name.parts or info.file_size > 64 * MAX_SUBMISSION_BYTES:
+                raise GradescopeError(f"zip 里有不安全的路径或过大的文件：{info.filename!r}")
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with z.open(info) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            mode = (info.external_attr >> 16) & 0o777
+            target.chmod(mode or 0o644)
+
+
+def dry_run(zip_path: Path, notebooks: list[Path], users: list[dict], keep: Path | None = None,
+            sandbox: str | None = None) -> dict:  # fmt: skip
+    """像 Gradescope 那样在一个临时的 /autograder 目录里运行 zip 里的 run_autograder，返回 results.json 的内容"""
+    root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="autograder-"))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        root.chmod(0o755)
+        _safe_extract(zip_path, root / "source")
+        (root / "submission").mkdir(exist_ok=True)
+        for nb in notebooks:
+            shutil.copy(nb, root / "submission" / Path(nb).name)
+        (root / "submission_metadata.json").write_text(json.dumps({"users": users}), encoding="utf-8")
+        env = dict(os.environ, AUTOGRADER_ROOT=str(root), SHARDLAB_PYTHON=sys.executable,
+                   JUPYTER_PATH=str(Path(sys.prefix) / "share" / "jupyter"))  # fmt: skip
+        env.pop(SANDBOX_ENV, None)
+        if sandbox:
+            env[SANDBOX_ENV] = sandbox
+        proc = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
+                              text=True, timeout=900)  # fmt: skip
+        path = root / "results" / "results.json"
+        if not path.exists():
+            raise GradescopeError(
+                f"run_autograder 没有写出 results.json（退出码 {proc.returncode}）：{proc.stderr[-1500:]}"
+            )
+        return json.loads(path.read_text(encoding="utf-8"))
+    finally:
+        if keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def dry_run_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="shardlab-grade gradescope-dry-run",
+        description="在本机用与 Gradescope 容器里相同的隔离运行 autograder.zip，打印学生会看到的结果",
+    )
+    p.add_argument("zip", type=Path, help="shardlab-grade gradescope 写出的 autograder.zip")
+    p.add_argument("notebooks", type=Path, nargs="+", help="当作学生上传的笔记本")
+    p.add_argument("--sid", action="append", required=True, help="提交者的学号（小组提交时重复给出）")
+    p.add_argument("--keep", type=Path, help="把模拟的 /autograder 目录留在这里（默认用完删掉）")
+    p.add_argument(
+        "--sandbox", choices=["uid", "rlimit"], help="强制一种隔离（默认与容器里相同：bubblewrap，不行就 uid）"
+    )
+    args = p.parse_args(argv)
+    try:
+        res = dry_run(args.zip, args.notebooks, [{"sid": s, "email": ""} for s in args.sid], args.keep, args.sandbox)
+    except (GradescopeError, OSError, zipfile.BadZipFile, subprocess.SubprocessError) as exc:
+        print(f"shardlab-grade gradescope-dry-run：{exc}", file=sys.stderr)
+        return 2
+    total = sum(t["max_score"] for t in res["tests"])
+    print(f"得分 {res['score']:g} / {total:g}\n{res['output']}")
+    for t in res["tests"]:
+        print(
+            f"{'✓' if t['status'] == 'passed' else '✗'} {t['name']}：{t['score']:g}/{t['max_score']:g}  {t['output']}"
+        )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,20 +453,26 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001  Gradescope 里任何失败都要写出 results.json
             _fail(args.root, f"评分器出错（不是你的错，请告诉教师）：{type(exc).__name__}: {exc}")
         return 0
-    p = argparse.ArgumentParser(prog="shardlab-grade gradescope", description="写出 Gradescope 的自动评分器 zip")
-    p.add_argument("--secret-file", type=Path, required=True, help="生成个人版时用的教师密钥文件")
-    p.add_argument("--out", type=Path, required=True, help="输出的 zip，例如 autograder.zip")
-    p.add_argument("--chapter", type=int, choices=CHAPTERS, help="这个 Gradescope 作业是哪一章（默认按提交认出）")
-    p.add_argument("--roster", type=Path, help="花名册：给出时也能认出别的同学的答案（other-variant）")
+    p = argparse.ArgumentParser(
+        prog="shardlab-grade gradescope", description="写出 Gradescope 的自动评分器 zip（不含密钥）"
+    )
+    p.add_argument("--secret-file", type=Path, required=True, help="生成个人版时用的教师密钥文件（不会放进 zip）")
+    p.add_argument("--roster", type=Path, required=True, help="生成个人版时的花名册（同样的行、同样的顺序）")
+    p.add_argument("--chapter", type=int, choices=CHAPTERS, required=True, help="这个 Gradescope 作业是哪一章")
+    p.add_argument("--out", type=Path, required=True, help="输出的 zip，例如 autograder.zip（0600）")
+    p.add_argument("--weights", type=Path, help="每道题的权重：CSV problem,weight（与 shardlab-grade 的同一个）")
     p.add_argument("--course", type=Path, help="课程目录（默认：从当前目录向上找）")
     args = p.parse_args(argv)
     try:
         course = Course.from_option(args.course)
-        out = build_zip(course, args.secret_file, args.out, args.roster, args.chapter)
-    except (CourseError, AnswerKeyError, roster.RosterError, ValueError, OSError) as exc:
+        out = build_zip(course, args.secret_file, args.out, args.roster, args.chapter, args.weights)
+    except (CourseError, AnswerKeyError, roster.RosterError, GradescopeError, ValueError, OSError) as exc:
         print(f"shardlab-grade gradescope：{exc}", file=sys.stderr)
         return 2
-    print(f"Gradescope 自动评分器：{out}（上传到 Gradescope 作业的 Configure Autograder）")
+    print(
+        f"Gradescope 自动评分器：{out}（第 {args.chapter} 章；上传到 Gradescope 作业的 Configure Autograder）。"
+        f"上传之前可以先试：shardlab-grade gradescope-dry-run {out} 笔记本.ipynb --sid 学号"
+    )
     return 0
 
 

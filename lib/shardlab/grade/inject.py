@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 
-from shardlab import answers
+from shardlab.exercise import answers, problems
 from shardlab.grade.export import EXPORT_TAG, MARKER, ExportItem, export_source
 from shardlab.grade.folder import MAX_SUBMISSION_BYTES
 from shardlab.grade.status import (
@@ -43,6 +43,8 @@ MAX_SOURCE = 4 << 20  # 全部代码单元的源码
 MAX_TAGS = 32  # 一个单元的标签数
 MAX_TAG_CHARS = 200
 PREPARE_S = 10.0  # 生成评分笔记本的时间上限
+MAX_PARAM_SOURCE = 4000  # 一个参数单元的源码（读参数之前；正常的不到 300 个字符）
+MAX_PARAM_CELLS = 20
 _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -77,7 +79,7 @@ class SubmissionError(Exception):
 
 @dataclass
 class CellRef:
-    """评分笔记本里的一个代码单元：学生的（orig 是它在提交里的单元序号，从 1 起）或导出单元"""
+    """评分笔记本里的一个代码单元：学生的（orig 是它在提交里是第几个**代码**单元，从 1 起，不数 Markdown 单元）或导出单元"""
 
     kind: str  # 'student' | 'export'
     orig: int | None = None
@@ -90,7 +92,7 @@ class Prepared:
     notebook: nbformat.NotebookNode
     cells: list[CellRef]  # 与 nbval 的 "Cell N" 一一对应
     problem_status: dict[str, str] = field(default_factory=dict)  # 结构问题：missing-cell / duplicate-tag / reordered
-    problem_cell: dict[str, int] = field(default_factory=dict)  # 答案 id → 提交里的单元序号
+    problem_cell: dict[str, int] = field(default_factory=dict)  # 答案 id → 提交里第几个代码单元
     dropped: int = 0  # 删掉的 autograder 单元数
     order: dict[str, int] = field(default_factory=dict)  # 答案 id → 标准顺序里的位置
     notes: list[str] = field(default_factory=list)  # 给学生看的结构提示（同一个单元里重复的标签等）
@@ -159,6 +161,35 @@ def _tags(cell: dict) -> list[str]:
     meta = cell.get("metadata")
     tags = meta.get("tags", []) if isinstance(meta, dict) else []
     return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
+
+
+@dataclass
+class Peek:
+    """评分之前从笔记本里读出的东西：属于哪一章、笔记本里写的学生 id 与作业、参数单元的源码"""
+
+    chapter: int | None
+    student: str | None
+    assignment: str | None
+    param_sources: list[str]
+
+
+def peek(raw: dict) -> Peek:
+    """读 ``metadata.shardlab``（``shardlab-assign`` 写的）和带 parameters 标签的代码单元；都是不可信的输入，只取字符串"""
+    meta = raw.get("metadata")
+    info = meta.get("shardlab") if isinstance(meta, dict) else None
+    info = info if isinstance(info, dict) else {}
+    student, assignment = info.get("student"), info.get("assignment")
+    params = [
+        _source(c)
+        for c in raw["cells"]
+        if c.get("cell_type") == "code" and problems.PARAM_TAG in _tags(c) and len(_source(c)) <= MAX_PARAM_SOURCE
+    ]
+    return Peek(
+        detect_chapter(raw),
+        student[:MAX_TAG_CHARS] if isinstance(student, str) and student else None,
+        assignment if isinstance(assignment, str) else None,
+        params[:MAX_PARAM_CELLS],
+    )
 
 
 def chapter_answers(chapter: int) -> list[answers.Answer]:
@@ -238,6 +269,11 @@ def prepare(
     ids = (orders or {}).get(chapter) or [a.id for a in chapter_answers(chapter)]
     order = {aid: k for k, aid in enumerate(ids)}
 
+    # 第几个代码单元（Jupyter 里数得出来的序号：不数 Markdown 单元）
+    code_no: dict[int, int] = {}
+    for idx, cell in enumerate(raw["cells"]):
+        if cell.get("cell_type") == "code":
+            code_no[idx] = len(code_no) + 1
     # 答案 id 出现在哪些单元
     where: dict[str, list[int]] = {}
     notes = []
@@ -246,8 +282,8 @@ def prepare(
         for tag in dict.fromkeys(tags):
             if tag in order:
                 where.setdefault(tag, []).append(idx)
-                if tags.count(tag) > 1:
-                    notes.append(f"第 {idx + 1} 个单元的标签 {tag} 写了 {tags.count(tag)} 次（按一次算）")
+                if tags.count(tag) > 1 and idx in code_no:
+                    notes.append(f"第 {code_no[idx]} 个代码单元的标签 {tag} 写了 {tags.count(tag)} 次（按一次算）")
     if not where:
         raise SubmissionError(UNRELATED)
 
@@ -259,9 +295,9 @@ def prepare(
             status[aid] = MISSING_CELL
         elif len(cells) > 1:
             status[aid] = DUPLICATE_TAG
-            problem_cell[aid] = cells[0] + 1
+            problem_cell[aid] = code_no[cells[0]]
         else:
-            problem_cell[aid] = cells[0] + 1
+            problem_cell[aid] = code_no[cells[0]]
     graded = sorted((cell, aid) for aid, cell in problem_cell.items() if aid not in status)
     in_order = _longest_increasing([order[aid] for _, aid in graded])
     for k, (_, aid) in enumerate(graded):
@@ -289,7 +325,7 @@ def prepare(
         student = nbformat.v4.new_code_cell(source, metadata={"tags": keep_tags} if keep_tags else {})
         student.pop("id", None)
         nb.cells.append(student)
-        refs.append(CellRef("student", idx + 1))
+        refs.append(CellRef("student", code_no[idx]))
         mine = tuple(t for t in keep_tags if status.get(t) in (None, REORDERED))
         if mine:
             items = [

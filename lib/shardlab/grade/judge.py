@@ -1,6 +1,8 @@
 """判定：评分时选的隐藏输入，导出记录与答案表的比较，以及由沙箱的结果得到每道题的状态和分数
 
-判定只在评分器进程里做，复用自检的判定与提示（``shardlab.check.judge_value``）。
+判定只在评分器进程里做，用自检的同一个判定（``shardlab.exercise.judge``）：不对的答案先按这个学生自己的参数认常见失误。
+每道题的记录里有学生交的数（``submitted``，只进助教看的文件）；参考值从不写进结果或反馈。
+分数按权重（``--weights``）：每道题的满分就是它的权重，成绩册、总分、反馈与 Gradescope 用同一个数。
 """
 
 from __future__ import annotations
@@ -8,8 +10,8 @@ from __future__ import annotations
 import math
 import random
 
-from shardlab import answers
-from shardlab.check import Verdict, judge_value
+from shardlab.exercise import answers
+from shardlab.exercise.judge import Verdict, judge_value
 from shardlab.grade import status as st
 from shardlab.grade.inject import Prepared, chapter_answers
 from shardlab.grade.junit import CellOutcome, short_traceback
@@ -75,17 +77,6 @@ def _judge_plain(spec: answers.Answer, rec, right: float, params=None) -> Verdic
     return judge_value(spec, float(value), right, params)
 
 
-def _impostor(spec: answers.Answer, rec: dict, entry: dict) -> str | None:
-    """不对的答案是不是恰好等于发布版或别的同学的答案（个人版的答案表才有 impostors）"""
-    value = rec.get("value")
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    for flag, other in entry.get("impostors", ()):
-        if judge_value(spec, float(value), float(other)).ok:
-            return flag
-    return None
-
-
 def judge_record(
     spec: answers.Answer, rec, key: AnswerKey, inputs: list[tuple], submission: str | None = None
 ) -> Verdict:
@@ -96,9 +87,7 @@ def judge_record(
         entry = key.entry(spec.id, submission)
         if entry is None:
             return Verdict(spec.id, st.NO_KEY, "答案表里没有这道题")
-        verdict = _judge_plain(spec, rec, float(entry["value"]), entry.get("params"))
-        flag = _impostor(spec, rec, entry) if verdict.status == st.WRONG else None
-        return Verdict(spec.id, flag, st.IMPOSTOR_MESSAGES[flag]) if flag else verdict
+        return _judge_plain(spec, rec, float(entry["value"]), entry.get("params"))
     if "error" in rec:
         return Verdict(spec.id, st.ERROR, str(rec["error"])[:300])
     cases = rec.get("cases")
@@ -111,31 +100,61 @@ def judge_record(
     return Verdict(spec.id, st.CORRECT, f"正确（检查了 {len(inputs)} 组输入，含评分时另选的）")
 
 
+def submitted_value(rec) -> float | str | None:
+    """导出记录里学生交的数（给助教看；不是数时为 None）"""
+    value = rec.get("value") if isinstance(rec, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    return value if not isinstance(value, str) or value.lower() in ("nan", "inf", "-inf") else None
+
+
 # ---- 一份提交 ----
-def problem(aid: str, status: str, message: str, points: float = 0.0, cell: int | None = None, verdict=None) -> dict:
+def problem(
+    aid: str,
+    status: str,
+    message: str,
+    weight: float = 1.0,
+    ok: bool = False,
+    cell: int | None = None,
+    verdict: str | None = None,
+    submitted=None,
+    slip: bool = False,
+) -> dict:
     return {
         "id": aid,
-        "points": points,
-        "max_points": 1.0,
+        "points": weight if ok else 0.0,
+        "max_points": weight,
         "status": status,
         "verdict": verdict or status,
         "message": message,
         "cell": cell,
+        "submitted": submitted,
+        "slip": slip,
     }
 
 
-def whole_submission(res: dict, status: str, detail: str, chapter: int | None) -> dict:
-    """整份提交出问题：每道题都记这个状态，0 分（不知道章时记一行 0/0）"""
+def whole_submission(res: dict, status: str, detail: str, chapter: int | None, weights=None) -> dict:
+    """整份提交出问题：每道题都记这个状态，0 分，满分仍是本章的满分（不知道章时记一行 0/0）"""
+    weights = weights or {}
     message = st.SUBMISSION_MESSAGES.get(status, status) + (f"（{detail}）" if detail else "")
     res.update(status=status, message=message)
     if chapter is not None:
-        res["problems"] = [problem(a.id, status, message) for a in chapter_answers(chapter)]
+        res["problems"] = [problem(a.id, status, message, weights.get(a.id, 1.0)) for a in chapter_answers(chapter)]
     else:
-        res["problems"] = [dict(problem("*", status, message), max_points=0.0)]
+        res["problems"] = [problem("*", status, message, 0.0)]
     return res
 
 
-def collect(prep: Prepared, run: RunResult, cells: dict[int, CellOutcome], res: dict, key: AnswerKey, inputs, wall_s):
+def collect(
+    prep: Prepared,
+    run: RunResult,
+    cells: dict[int, CellOutcome],
+    res: dict,
+    key: AnswerKey,
+    inputs,
+    wall_s,
+    weights=None,
+):
     """由沙箱的结果（每个单元的 JUnit 结果）填写 res 的 status、problems、errors"""
     if run.timed_out:
         res["status"] = st.TIMEOUT
@@ -177,23 +196,25 @@ def collect(prep: Prepared, run: RunResult, cells: dict[int, CellOutcome], res: 
             }
         )
 
+    weights = weights or {}
     for spec in sorted(chapter_answers(prep.chapter), key=lambda a: prep.order.get(a.id, 0)):
         aid = spec.id
+        w = weights.get(aid, 1.0)
         cell = prep.problem_cell.get(aid)
         structural = prep.problem_status.get(aid)
         if structural == st.MISSING_CELL:
-            res["problems"].append(problem(aid, structural, f"找不到带标签 {aid} 的代码单元（变量 {spec.var}）"))
+            res["problems"].append(problem(aid, structural, f"找不到带标签 {aid} 的代码单元（变量 {spec.var}）", w))
             continue
         if structural == st.DUPLICATE_TAG:
             res["problems"].append(
-                problem(aid, structural, f"有不止一个单元带标签 {aid}，不知道评哪一个；请只保留一个", cell=cell)
+                problem(aid, structural, f"有不止一个单元带标签 {aid}，不知道评哪一个；请只保留一个", w, cell=cell)
             )
             continue
         _, out, state = export_of.get(aid, (None, None, ""))
         rec = out.export.get(aid) if out is not None and out.export else None
         if rec is None:
             status, message = _why_no_export(out, state, res)
-            res["problems"].append(problem(aid, status, message, cell=cell))
+            res["problems"].append(problem(aid, status, message, w, cell=cell))
             continue
         verdict = judge_record(spec, rec, key, inputs.get(aid, []), res.get("roster_id") or res.get("student"))
         if verdict.status != st.CORRECT and state and verdict.status in (st.ERROR, st.MISSING, st.INVALID):
@@ -202,12 +223,12 @@ def collect(prep: Prepared, run: RunResult, cells: dict[int, CellOutcome], res: 
             message += f"（{verdict.message}）"
         else:
             status, message = verdict.status, verdict.message
-        points = 1.0 if verdict.ok else 0.0
+        extra = {"submitted": submitted_value(rec) if spec.kind == "value" else None, "slip": verdict.slip}
         if structural == st.REORDERED:
             message = f"答案单元的位置与练习里的顺序不同（按它所在的位置评分，结果：{message}）"
-            res["problems"].append(problem(aid, st.REORDERED, message, points, cell, verdict.status))
+            res["problems"].append(problem(aid, st.REORDERED, message, w, verdict.ok, cell, verdict.status, **extra))
         else:
-            res["problems"].append(problem(aid, status, message, points, cell, verdict.status))
+            res["problems"].append(problem(aid, status, message, w, verdict.ok, cell, verdict.status, **extra))
 
 
 def _why_no_export(out: CellOutcome | None, state: str, res: dict) -> tuple[str, str]:

@@ -23,7 +23,7 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
-from shardlab import answers
+from shardlab.exercise import answers
 from shardlab.grade.course import Course, CourseError
 from shardlab.grade.export import ExportItem, export_source, parse_exports
 

@@ -1,12 +1,17 @@
-"""教师用的汇总：每个学生一行的成绩表、Canvas 导入表、按题加权、成绩概况（summary.md 与终端）
+"""教师用的汇总：每个学生一行的成绩表、Canvas 导入表、按题加权、成绩概况，以及只给助教看的两份记录
 
-- ``grades_wide.csv``：学号、姓名、每道题的（加权）得分、总分、满分；UTF-8 带 BOM，Excel 直接打开不乱码；
-- ``canvas.csv``：Canvas 成绩册（gradebook）导入格式：Student, ID, SIS User ID, SIS Login ID, Section 五列之后是作业一列，
-  第二行 Points Possible 是满分；学生按 SIS User ID（花名册的 id）对应；
-- ``--weights``：CSV ``problem,weight``（problem 是答案 id），没有列出的题权重 1；
-- ``summary.md``：人数、平均分、中位数、分数分布、各状态的题数、忽略的文件及原因；终端打印同样的概况。
+- ``grades_wide.csv``：学号、姓名、每道题的（加权）得分、总分、满分、状态；
+- ``canvas.csv``：Canvas 成绩册（gradebook）导入格式：Student, ID, SIS User ID, SIS Login ID, Section 五列之后是作业一列
+  （列名用 ``--canvas-column``，要与 Canvas 里的作业名一致），第二行 Points Possible 是满分；学生按 SIS User ID（花名册的 id）对应；
+- ``--weights``：CSV ``problem,weight``（problem 是答案 id），没有列出的题权重 1；权重在评分时就用上（每道题的满分就是权重），
+  所以这里、``totals.csv``、``gradebook.csv``、反馈和 Gradescope 的总分都是同一个数；
+- ``summary.md``：人数、平均分、中位数、分数分布、各状态的题数、忽略的文件及原因；终端打印同样的概况；
+- ``ta/answers.csv``、``ta/integrity.csv``、``ta/integrity.md``（0600，只给助教）：每个学生每道题交的数、参考值、状态、
+  与谁的答案相同；每份提交与每位同学（或发布版）之间的证据（规则见 ``shardlab.grade.integrity``）。
 
+只导出这一次运行找到的提交（缓存的结果也算）；以前运行过、这次没有列出的提交不进任何汇总。
 有花名册时每个学生都有一行（没有提交的记 0 分、状态“没有提交”）；没有花名册时每份提交一行。
+所有 CSV 都是 UTF-8 带 BOM（Excel 直接打开不乱码），单元格经过 ``csv_cell``（不会被当成公式）。
 """
 
 from __future__ import annotations
@@ -17,11 +22,14 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from shardlab import answers
+from shardlab.exercise import answers
 from shardlab.grade import status as st
-from shardlab.grade.text import csv_cell
+from shardlab.grade.integrity import ALPHA, MIN_MATCHES, PUBLISHED, Report
+from shardlab.untrusted import csv_cell, md_code, md_inline
 
 NO_SUBMISSION = "没有提交"
+TA_DIR = "ta"
+TA_MODE = 0o600
 
 
 class WeightsError(ValueError):
@@ -29,7 +37,7 @@ class WeightsError(ValueError):
 
 
 def read_weights(path: Path | None) -> dict[str, float]:
-    """读 ``problem,weight`` 的 CSV；未知的答案 id、不是正数的权重都报错"""
+    """读 ``problem,weight`` 的 CSV；未知的答案 id、不是非负数的权重都报错"""
     if path is None:
         return {}
     try:
@@ -63,75 +71,81 @@ def read_weights(path: Path | None) -> dict[str, float]:
     return weights
 
 
-def _problem_ids(results: list[dict], chapter: int | None) -> list[str]:
-    ids = [a.id for a in answers.ANSWER_LIST if chapter is None or a.chapter == chapter]
-    seen = {p["id"] for r in results for p in r.get("problems", [])}
-    return [i for i in ids if i in seen or chapter is not None]
-
-
-def rows(results: list[dict], roster_students=None, weights=None, chapter=None) -> tuple[list[str], list[dict]]:
-    """(题目 id 列表, 每个学生一行)：{'id','name','status','points':{题: 分},'total','max'}"""
-    weights = weights or {}
-    by_student: dict[str, list[dict]] = {}
-    for r in results:
-        by_student.setdefault(r.get("roster_id") or r["student"], []).append(r)
-    pids = _problem_ids(results, chapter)
-    people = [(s.id, s.name) for s in roster_students] if roster_students else [(k, "") for k in sorted(by_student)]
-    out = []
-    for sid, name in people:
-        points = dict.fromkeys(pids, 0.0)
-        statuses = []
-        for r in by_student.get(sid, []):
-            statuses.append(r.get("status", st.GRADED))
-            for p in r.get("problems", []):
-                if p["id"] in points:
-                    points[p["id"]] = max(points[p["id"]], p["points"] * weights.get(p["id"], 1.0))
-        maximum = sum(weights.get(p, 1.0) for p in pids)
-        status = "、".join(dict.fromkeys(st.text(s) for s in statuses)) if statuses else NO_SUBMISSION
-        out.append(
-            {"id": sid, "name": name, "status": status, "points": points, "total": sum(points.values()), "max": maximum}
-        )
-    return pids, out
+def csv_text(header: list[str], rows: list[list]) -> str:
+    """UTF-8 带 BOM 的 CSV；每个单元格经过 csv_cell"""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\r\n")
+    w.writerow(header)
+    for row in rows:
+        w.writerow([csv_cell(_num(c)) if isinstance(c, float) else csv_cell(c) for c in row])
+    return "\ufeff" + buf.getvalue()
 
 
 def _num(x: float) -> str:
     return f"{x:g}"
 
 
+def _problem_ids(results: list[dict], chapter: int | None) -> list[str]:
+    ids = [a.id for a in answers.ANSWER_LIST if chapter is None or a.chapter == chapter]
+    seen = {p["id"] for r in results for p in r.get("problems", [])}
+    return [i for i in ids if i in seen or chapter is not None]
+
+
+def rows(results: list[dict], roster_students=None, chapter=None, weights=None) -> tuple[list[str], list[dict]]:
+    """(题目 id 列表, 每个学生一行)：{'id','name','status','points':{题: 分},'total','max','file'}
+
+    有花名册时每个学生取计入成绩的那一份（``counted``）；没有时每份提交一行。分数已经按权重算好（结果里的 points）。
+    """
+    weights = weights or {}
+    pids = _problem_ids(results, chapter)
+    counted = [r for r in results if r.get("counted", True)]
+    if roster_students:
+        by_student = {r.get("roster_id") or r["student"]: r for r in counted}
+        people = [(s.id, s.name) for s in roster_students]
+    else:
+        by_student = {r["student"]: r for r in counted}
+        people = [(k, "") for k in sorted(by_student)]
+    maximum = sum(weights.get(p, 1.0) for p in pids)
+    out = []
+    for sid, name in people:
+        res = by_student.get(sid)
+        points = dict.fromkeys(pids, 0.0)
+        for p in (res or {}).get("problems", []):
+            if p["id"] in points:
+                points[p["id"]] = float(p["points"])
+        if res is None:
+            status, file = NO_SUBMISSION, ""
+        else:
+            status, file = st.text(res.get("status", st.GRADED)), res.get("file", "")
+        total = float(res["points"]) if res is not None else 0.0
+        out.append({"id": sid, "name": name, "status": status, "points": points, "total": total, "max": maximum,
+                    "file": file})  # fmt: skip
+    return pids, out
+
+
 def wide_csv(pids: list[str], table: list[dict]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\r\n")
-    w.writerow(["id", "name", *pids, "total", "max", "status"])
-    for row in table:
-        w.writerow(
-            [
-                csv_cell(row["id"]),
-                csv_cell(row["name"]),
-                *(_num(row["points"][p]) for p in pids),
-                _num(row["total"]),
-                _num(row["max"]),
-                row["status"],
-            ]
-        )
-    return "\ufeff" + buf.getvalue()
+    header = ["id", "name", *pids, "total", "max", "status", "file"]
+    body = [
+        [r["id"], r["name"], *(r["points"][p] for p in pids), r["total"], r["max"], r["status"], r["file"]]
+        for r in table
+    ]
+    return csv_text(header, body)
 
 
-def canvas_csv(table: list[dict], assignment: str) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\r\n")
-    w.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment])
-    maximum = table[0]["max"] if table else 0
-    w.writerow(["    Points Possible", "", "", "", "", _num(maximum)])
-    for row in table:
-        w.writerow([csv_cell(row["name"] or row["id"]), "", csv_cell(row["id"]), "", "", _num(row["total"])])
-    return "\ufeff" + buf.getvalue()
+def canvas_csv(table: list[dict], column: str) -> str:
+    maximum = table[0]["max"] if table else 0.0
+    body = [["    Points Possible", "", "", "", "", float(maximum)]]
+    body += [[r["name"] or r["id"], "", r["id"], "", "", r["total"]] for r in table]
+    return csv_text(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column], body)
 
 
-def summary(table: list[dict], results: list[dict], ignored: list[tuple[str, str]]) -> str:
+def summary(table: list[dict], results: list[dict], ignored: list[tuple[str, str]], integrity: Report | None) -> str:
     totals = [r["total"] for r in table]
     maximum = max((r["max"] for r in table), default=0)
     lines = ["# 评分概况", ""]
-    lines.append(f"- 学生：{len(table)} 人；提交：{len(results)} 份")
+    lines.append(
+        f"- 学生：{len(table)} 人；提交：{len(results)} 份（计入成绩的 {sum(r.get('counted', True) for r in results)} 份）"
+    )
     if totals:
         lines.append(
             f"- 平均分 {statistics.mean(totals):.2f}，中位数 {statistics.median(totals):g}（满分 {_num(maximum)}）"
@@ -143,14 +157,25 @@ def summary(table: list[dict], results: list[dict], ignored: list[tuple[str, str
     per_problem = Counter(p["status"] for r in results for p in r.get("problems", []))
     per_sub = Counter(r.get("status", st.GRADED) for r in results)
     lines += ["", "## 各状态", "", "| 状态 | 说明 | 题数 |", "|---|---|---|"]
-    lines += [f"| `{k}` | {st.text(k)} | {v} |" for k, v in sorted(per_problem.items())]
+    lines += [f"| {md_code(k)} | {md_inline(st.text(k))} | {v} |" for k, v in sorted(per_problem.items())]
     lines += ["", "| 整份提交的状态 | 说明 | 份数 |", "|---|---|---|"]
-    lines += [f"| `{k}` | {st.text(k)} | {v} |" for k, v in sorted(per_sub.items())]
+    lines += [f"| {md_code(k)} | {md_inline(st.text(k))} | {v} |" for k, v in sorted(per_sub.items())]
+    extra = [r for r in results if not r.get("counted", True)]
+    if extra:
+        lines += ["", f"## 同一个学生的其他文件（{len(extra)} 份，评了但不计入成绩）", ""]
+        lines += [
+            f"- {md_code(r.get('roster_id', ''))}：{md_code(r.get('file', ''))}（{_num(r['points'])} 分）"
+            for r in extra
+        ]
     missing = [r["id"] for r in table if r["status"] == NO_SUBMISSION]
     if missing:
-        lines += ["", f"## 没有提交（{len(missing)} 人）", "", "、".join(missing)]
+        lines += ["", f"## 没有提交（{len(missing)} 人）", "", "、".join(md_code(m) for m in missing)]
+    if integrity is not None:
+        lines += ["", "## 需要核对的提交", ""]
+        n = len({f.student for f in integrity.flagged})
+        lines.append(f"{n} 份（证据与规则在 `ta/integrity.md`，只给助教；学生的反馈里没有这些内容）")
     lines += ["", f"## 忽略的文件（{len(ignored)} 个）", ""]
-    lines += [f"- `{path}`：{why}" for path, why in ignored] or ["无"]
+    lines += [f"- {md_code(path)}：{md_inline(why)}" for path, why in ignored] or ["无"]
     return "\n".join(lines) + "\n"
 
 
@@ -165,23 +190,80 @@ def buckets_order(label: str) -> float:
     return 101 if label == "满分" else float(label.split("%")[0]) if "%" in label else 0
 
 
-def console_summary(table: list[dict], results: list[dict], ignored: list) -> str:
+def console_summary(table: list[dict], ignored: list, integrity: Report | None) -> str:
     totals = [r["total"] for r in table]
     if not totals:
         return "评分概况：没有学生"
-    flagged = sum(p["status"] in (st.COPIED_PUBLISHED, st.OTHER_VARIANT) for r in results for p in r["problems"])
+    flagged = (
+        f"需要核对的提交 {len({f.student for f in integrity.flagged})} 份（ta/integrity.md）；" if integrity else ""
+    )
     return (
         f"评分概况：{len(table)} 名学生，平均分 {statistics.mean(totals):.2f}，中位数 {statistics.median(totals):g}"
-        f"（满分 {_num(max(r['max'] for r in table))}）；抄来的答案 {flagged} 题；"
+        f"（满分 {_num(max(r['max'] for r in table))}）；{flagged}"
         f"没有提交 {sum(r['status'] == NO_SUBMISSION for r in table)} 人；忽略的文件 {len(ignored)} 个（见 summary.md）"
     )
 
 
-def write_all(out: Path, results, roster_students, weights, chapter, ignored, write) -> str:
-    """写出 grades_wide.csv、canvas.csv、summary.md（write 是原子写函数），返回终端上的一行概况"""
-    pids, table = rows(results, roster_students, weights, chapter)
+def integrity_markdown(report: Report, names: dict[str, str]) -> str:
+    lines = [
+        "# 需要核对的提交（只给助教）",
+        "",
+        "规则：答错的题先按学生自己的参数认常见失误，认出来的不算证据；剩下的错答案在容差内等于某位同学的正确答案"
+        f"（或书上的答案）算一次对上。对上至少 {MIN_MATCHES} 次，而且按对学生有利的假设（错答案从全班的正确答案里随机挑）"
+        f"偶然对上这么多次的概率小于 {ALPHA:g} / 比较过的来源数时，列为需要核对。标记不扣分，只是请你去看这份提交。",
+        "",
+        "| 学生 | 文件 | 来源 | 对上 / 认不出失误的错答案 | 偶然的期望次数 | 概率 | 对上的题 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    shown = report.flagged
+    for f in shown:
+        who = f"{md_inline(names.get(f.student, ''))} {md_code(f.student)}"
+        source = md_inline(f.source) if f.source == PUBLISHED else md_code(f.source)
+        lines.append(
+            f"| {who} | {md_code(f.file)} | {source} | {len(f.matches)} / {f.unexplained} | {f.expected:.2f} "
+            f"| {f.p_value:.1e} | {md_inline('、'.join(f.matches))} |"
+        )
+    if not shown:
+        lines.append("| 无 | | | | | | |")
+    lines += [
+        "",
+        "全部的对上记录（包括没有达到标准的）在 `ta/integrity.csv`；每道题交的数与参考值在 `ta/answers.csv`。",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def integrity_csv(report: Report, names: dict[str, str]) -> str:
+    header = ["student", "name", "file", "source", "matches", "unexplained_wrong", "opportunities", "expected_by_chance",
+              "p_value", "flagged", "problems"]  # fmt: skip
+    body = [
+        [f.student, names.get(f.student, ""), f.file, f.source, str(len(f.matches)), str(f.unexplained),
+         str(f.opportunities), f"{f.expected:.3f}", f"{f.p_value:.3g}", "yes" if f.flagged else "", "; ".join(f.matches)]
+        for f in report.findings
+    ]  # fmt: skip
+    return csv_text(header, body)
+
+
+def answers_csv(report: Report, names: dict[str, str]) -> str:
+    header = ["student", "name", "file", "problem", "status", "slip", "submitted", "expected", "same_as"]
+    body = [
+        [r["student"], names.get(r["student"], ""), r["file"], r["problem"], r["status"], r["slip"],
+         repr(r["submitted"]) if isinstance(r["submitted"], float) else str(r["submitted"]),
+         repr(r["expected"]) if isinstance(r["expected"], float) else str(r["expected"]), r["matches"]]
+        for r in report.answer_rows
+    ]  # fmt: skip
+    return csv_text(header, body)
+
+
+def write_all(out: Path, results, roster_students, chapter, ignored, write, column=None, weights=None, integrity=None):
+    """写出 grades_wide.csv、canvas.csv、summary.md（和有花名册时的 ta/ 三个文件）；write(path, text, mode=None) 是原子写"""
+    pids, table = rows(results, roster_students, chapter, weights)
     write(out / "grades_wide.csv", wide_csv(pids, table))
-    name = f"shardlab ch{chapter:02d}" if chapter else "shardlab"
-    write(out / "canvas.csv", canvas_csv(table, name))
-    write(out / "summary.md", summary(table, results, ignored))
-    return console_summary(table, results, ignored)
+    write(out / "canvas.csv", canvas_csv(table, column or (f"shardlab ch{chapter:02d}" if chapter else "shardlab")))
+    write(out / "summary.md", summary(table, results, ignored, integrity))
+    if integrity is not None:
+        names = {s.id: s.name for s in roster_students or []}
+        write(out / TA_DIR / "answers.csv", answers_csv(integrity, names), TA_MODE)
+        write(out / TA_DIR / "integrity.csv", integrity_csv(integrity, names), TA_MODE)
+        write(out / TA_DIR / "integrity.md", integrity_markdown(integrity, names), TA_MODE)
+    return console_summary(table, ignored, integrity)

@@ -1,35 +1,36 @@
 """评分的输出：gradebook.csv、totals.csv、gradebook.json、每个学生的中文反馈；所有文件都原子地写（临时文件 + os.replace）
 
-结果里的字符串已经过 ``text.clean``；这里再按去处转义：CSV 的每个单元格不会被电子表格当成公式，
+结果里的字符串已经过 ``untrusted.clean``；这里再按去处转义：CSV 的每个单元格不会被电子表格当成公式，
 Markdown 反馈里学生的文字不会成为 HTML、链接或图片。
-成绩册里每份结果标出是不是在这次的答案表、评分代码和隐藏输入下评的（``current``）。
+成绩册只列这一次运行找到的提交；同一个学生有几份时，每份一行，``counted`` 标出计入成绩的那一份。
+反馈只有学生自己的东西：每道题对不对和提示（从不给参考值），不写助教的记录（``ta_notes``、交的数与别人的比较）。
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import tempfile
 from pathlib import Path
 
 from shardlab.grade import status as st
-from shardlab.grade.text import csv_cell, md_block, md_code, md_inline
+from shardlab.grade.outputs import csv_text
+from shardlab.untrusted import md_block, md_code, md_inline
 
-CSV_FIELDS = ["student", "file", "problem", "points", "max_points", "status", "current", "message"]
-TOTAL_FIELDS = ["student", "file", "points", "max_points", "status", "current"]
+CSV_FIELDS = ["student", "roster_id", "file", "counted", "problem", "points", "max_points", "status", "message"]
+TOTAL_FIELDS = ["student", "roster_id", "file", "counted", "points", "max_points", "status"]
 FILE_MODE = 0o640
 
 
-def atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str, mode: int = FILE_MODE) -> None:
+    """先写同目录下的临时文件（mkstemp：新文件，不跟随符号链接），fsync、chmod，再 os.replace"""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
             f.flush()
-            os.fchmod(f.fileno(), FILE_MODE)
+            os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -40,64 +41,39 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def is_current(res: dict, meta: dict) -> bool:
-    return res.get("cache_key") == meta.get("cache_key")
-
-
 def _num(x: float) -> str:
     return f"{x:g}"
 
 
-def _csv(fields: list[str], rows: list[dict]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: csv_cell(v) for k, v in row.items()})
-    return buf.getvalue()
+def _yes(flag) -> str:
+    return "yes" if flag else "no"
 
 
-def gradebook_csv(results: list[dict], meta: dict) -> str:
-    rows = []
-    for res in results:
-        current = "yes" if is_current(res, meta) else "no"
-        for prob in res["problems"]:
-            rows.append(
-                {
-                    "student": res["student"],
-                    "file": res.get("file", ""),
-                    "problem": prob["id"],
-                    "points": _num(prob["points"]),
-                    "max_points": _num(prob["max_points"]),
-                    "status": prob["status"],
-                    "current": current,
-                    "message": prob.get("message", ""),
-                }
-            )
-    return _csv(CSV_FIELDS, rows)
+def gradebook_csv(results: list[dict]) -> str:
+    body = [
+        [res["student"], res.get("roster_id", ""), res.get("file", ""), _yes(res.get("counted", True)), prob["id"],
+         _num(prob["points"]), _num(prob["max_points"]), prob["status"], prob.get("message", "")]
+        for res in results
+        for prob in res["problems"]
+    ]  # fmt: skip
+    return csv_text(CSV_FIELDS, body)
 
 
-def totals_csv(results: list[dict], meta: dict) -> str:
-    rows = [
-        {
-            "student": r["student"],
-            "file": r.get("file", ""),
-            "points": _num(r["points"]),
-            "max_points": _num(r["max_points"]),
-            "status": r["status"],
-            "current": "yes" if is_current(r, meta) else "no",
-        }
+def totals_csv(results: list[dict]) -> str:
+    body = [
+        [r["student"], r.get("roster_id", ""), r.get("file", ""), _yes(r.get("counted", True)), _num(r["points"]),
+         _num(r["max_points"]), r["status"]]
         for r in results
-    ]
-    return _csv(TOTAL_FIELDS, rows)
+    ]  # fmt: skip
+    return csv_text(TOTAL_FIELDS, body)
 
 
 def write_gradebook(out: Path, results: list[dict], meta: dict) -> None:
     results = sorted(results, key=lambda r: r["student"])
-    atomic_write(out / "gradebook.csv", gradebook_csv(results, meta))
-    atomic_write(out / "totals.csv", totals_csv(results, meta))
-    keys = ("student", "file", "status", "points", "max_points", "chapter", "wall_s")
-    summary = [{**{k: r.get(k) for k in keys}, "current": is_current(r, meta)} for r in results]
+    atomic_write(out / "gradebook.csv", gradebook_csv(results))
+    atomic_write(out / "totals.csv", totals_csv(results))
+    keys = ("student", "roster_id", "file", "counted", "status", "points", "max_points", "chapter", "wall_s")
+    summary = [{k: r.get(k) for k in keys} for r in results]
     doc = {"meta": meta, "summary": summary, "submissions": results}
     atomic_write(out / "gradebook.json", json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
@@ -118,17 +94,15 @@ def feedback_markdown(res: dict) -> str:
             lines.append(f"- 注意：{md_inline(note)}")
     lines += ["", "## 各题", ""]
     for prob in res["problems"]:
-        mark = "✓" if prob["points"] >= prob["max_points"] > 0 else "✗"
-        status = st.text(prob["status"])
-        msg = prob.get("message", "")
-        where = f"第 {prob['cell']} 个单元，" if prob.get("cell") else ""
-        text = msg if msg.startswith(status) else f"{status}。{msg}"
+        mark = "✓" if prob.get("verdict") == st.CORRECT else "✗"
+        where = f"第 {prob['cell']} 个代码单元，" if prob.get("cell") else ""
+        text = st.describe(prob["status"], prob.get("message", ""))
         score = f"{_num(prob['points'])}/{_num(prob['max_points'])} 分"
         lines.append(f"- {mark} {md_code(prob['id'])}（{where}{score}）：{md_inline(text)}")
     if res.get("errors"):
         lines += ["", "## 运行时的错误", ""]
         for err in res["errors"]:
-            where = f"第 {err['cell']} 个单元" if err.get("cell") else "评分单元"
+            where = f"第 {err['cell']} 个代码单元" if err.get("cell") else "评分单元"
             if err.get("answer_ids"):
                 where += "（答案 " + "、".join(err["answer_ids"]) + "）"
             lines += [

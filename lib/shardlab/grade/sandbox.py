@@ -12,7 +12,13 @@
 * 资源限制（``setrlimit``，对每个进程）：地址空间、进程/线程数、单个文件大小、CPU 时间、core 文件；
   外加整份提交的墙钟时间（超时杀掉整个进程组）和读回的输出大小上限。
 
-``mode == "rlimit"`` 只有资源限制、独立的进程组和临时工作目录，没有命名空间，只用于可信的提交；
+``mode == "uid"``（Gradescope 的容器里 bubblewrap 用不了时；本机要明确加 ``--sandbox uid``）：没有命名空间，
+学生的代码以一个专用的非特权 uid 运行（``setpriv``，没有能力、``no_new_privs``），工作目录属于它、别人进不去，
+资源限制同上；它能读到机器上所有人都能读的文件，读不到只有 root 能读的（Gradescope 里的答案表、参数都是 0600）、
+也写不进 root 的目录（结果）。评完一份，用这个 uid 调 ``kill(-1, SIGKILL)`` 并等到它的进程一个不剩
+（``setsid`` 加两次 fork 脱离出去的守护进程也算），之后评分器才写结果。
+
+``mode == "rlimit"`` 只有资源限制、独立的进程组和临时工作目录，没有命名空间，也不换 uid，只用于可信的提交；
 评分器只在明确要求（``--sandbox rlimit``）时才这样运行，并在 gradebook.json 里记下实际用的模式。
 """
 
@@ -43,7 +49,8 @@ LOG_MARK = b"@@SHARDLAB-LOG@@\n"
 JUNIT_MARK = b"@@SHARDLAB-JUNIT@@\n"
 MiB = 1 << 20
 PLUGIN = "shardlab.grade.plugin"  # 沙箱里的 pytest 插件（-p）
-REDACTED = Path(redacted.__file__).parent  # 替换 answers.py、check.py 的两个文件
+REDACTED = Path(redacted.__file__).parent  # 替换参考算法与自检的两个文件
+REDACTED_FILES = {"answers.py": "exercise/answers.py", "check.py": "check.py"}  # redacted/ 里的文件 → 副本里的位置
 PACKAGE = Path(shardlab.__file__).resolve().parent  # 评分器自己的 shardlab 包；沙箱里同一路径挂的是去掉参考算法的副本
 
 
@@ -109,11 +116,11 @@ def detect_mode() -> str:
 
 
 def stage_library(dest: Path) -> Path:
-    """把 shardlab 复制到 dest/shardlab，并把含参考算法的两个模块换成不含参考值的版本（redacted/ 里的文件）"""
+    """把 shardlab 复制到 dest/shardlab，并把参考算法（exercise/answers.py）与自检（check.py）换成不含参考值的版本"""
     pkg = dest / "shardlab"
     shutil.copytree(PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in ("answers.py", "check.py"):
-        shutil.copyfile(REDACTED / name, pkg / name)
+    for name, target in REDACTED_FILES.items():
+        shutil.copyfile(REDACTED / name, pkg / target)
     # 先编译好：沙箱里 PYTHONDONTWRITEBYTECODE=1、副本只读，否则每份提交的内核与 pytest 都要从源码重新编译一遍
     compileall.compile_dir(pkg, quiet=1)
     for path in [dest, *dest.rglob("*")]:
@@ -132,13 +139,17 @@ def _python_roots() -> list[str]:
 class Sandbox:
     """运行 ``pytest --nbval-lax`` 的沙箱；一个实例可以被多个线程同时使用"""
 
-    def __init__(self, staged: Path, limits: Limits, mode: str | None = None, workdir: Path | None = None):
-        """staged：stage_library 返回的 shardlab 副本（一个包目录）；workdir：每次运行的临时目录建在这里"""
+    def __init__(
+        self, staged: Path, limits: Limits, mode: str | None = None, workdir: Path | None = None, uid: int | None = None
+    ):
+        """staged：stage_library 返回的 shardlab 副本（一个包目录）；workdir：每次运行的临时目录建在这里；
+        uid：学生代码用的 uid（默认每次随机取一个 ≥ 200000 的；Gradescope 里是 setup.sh 建的专用用户）"""
         self.staged = Path(staged)
         self.workdir = workdir
         self._stopped = False
         self.limits = limits
         self.mode = mode or detect_mode()
+        self.uid = uid
         self._procs: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
 
@@ -202,6 +213,9 @@ class Sandbox:
 
     def command(self, notebook: Path, workdir: Path, uid: int) -> tuple[list[str], str | None]:
         """返回 (argv, cwd)"""
+        if self.mode == "uid":
+            home = str(workdir)
+            return [*_setpriv(uid), "--", "/bin/sh", "-c", self._script(home)], home
         if self.mode != "bwrap":
             home = str(workdir)
             return ["/bin/sh", "-c", self._script(home)], home
@@ -209,7 +223,8 @@ class Sandbox:
         lim = self.limits
         argv = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         argv += ["--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv"]
-        for key, value in self._env(home).items():
+        env = {**self._env(home), "PYTHONPATH": str(PACKAGE.parent)}  # 副本挂在评分器自己的包的位置，先于 .pth 找到
+        for key, value in env.items():
             argv += ["--setenv", key, value]
         argv += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
@@ -230,8 +245,7 @@ class Sandbox:
         argv += ["--perms", "1777", "--size", str(lim.tmp_bytes), "--tmpfs", home]
         argv += ["--ro-bind", str(notebook), f"{home}/{NOTEBOOK_NAME}", "--chdir", home]
         argv += ["--cap-add", "CAP_SETUID,CAP_SETGID", "--"]
-        argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
-        argv += ["--bounding-set=-all", "--no-new-privs", "--", "/bin/sh", "-c", self._script(home)]
+        argv += [*_setpriv(uid), "--", "/bin/sh", "-c", self._script(home)]
         return argv, None
 
     def _rlimits(self) -> dict:
@@ -260,11 +274,17 @@ class Sandbox:
     # ---- 运行 ----
     def run(self, graded_notebook: Path) -> RunResult:
         lim = self.limits
-        uid = 200_000 + secrets.randbelow(100_000)
+        uid = self.uid if self.uid is not None else 200_000 + secrets.randbelow(100_000)
         with tempfile.TemporaryDirectory(prefix="sbx-", dir=self.workdir) as tmp:
             workdir = Path(tmp)
+            if self.mode == "uid":  # 学生的 uid 拥有的私有目录；上级目录只能穿过（0711），看不到别的东西
+                workdir.chmod(0o711)
+                workdir = workdir / "home"
+                workdir.mkdir(mode=0o700)
+                os.chown(workdir, uid, uid)
             if self.mode != "bwrap":
                 shutil.copy(graded_notebook, workdir / NOTEBOOK_NAME)
+                os.chmod(workdir / NOTEBOOK_NAME, 0o644)
                 env = self._env(str(workdir))
                 env["PYTHONPATH"] = str(self.staged.parent)
             else:
@@ -309,10 +329,33 @@ class Sandbox:
                 with self._lock:
                     self._procs.discard(proc)
             _kill_group(proc)  # 以防万一：没有命名空间时，留下的后台进程也一起结束
+            if self.mode in ("uid", "bwrap"):
+                reap_uid(uid)  # 脱离了进程组的（setsid + 两次 fork）也不放过；等到一个不剩
             out.join()
             err.join()
             wall = time.monotonic() - start
         return _parse_output(out.data, out.truncated, err.data, proc.returncode, wall, timed_out)
+
+    def probe(self) -> str | None:
+        """uid 模式下，学生的 uid 能不能运行评分要用的 Python（上级目录不能进入时不能）；能时为 None"""
+        if self.mode != "uid":
+            return None
+        uid = self.uid if self.uid is not None else 200_000 + secrets.randbelow(100_000)
+        code = "import nbval, shardlab.grade.plugin"
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(self.staged.parent), "HOME": "/"}
+        try:
+            proc = subprocess.run([*_setpriv(uid), "--", sys.executable, "-c", code], env=env, cwd="/",
+                                  capture_output=True, timeout=60)  # fmt: skip
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"试运行失败：{exc}"
+        reap_uid(uid)
+        if proc.returncode != 0:
+            tail = proc.stderr.decode("utf-8", "replace").strip()[-300:]
+            return (
+                f"非特权 uid {uid} 运行不了 {sys.executable}（{tail}）：Python、虚拟环境和它们的上级目录"
+                "要让所有人都能进入（o+x）、能读（o+r）"
+            )
+        return None
 
     def kill_all(self) -> None:
         """Ctrl-C 时：不再启动新的沙箱，结束所有正在运行的"""
@@ -321,6 +364,52 @@ class Sandbox:
             procs = list(self._procs)
         for proc in procs:
             _kill_group(proc)
+
+
+def _setpriv(uid: int) -> list[str]:
+    """换成 uid（组也是 uid），清掉附加组和全部能力，no_new_privs"""
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+            "--bounding-set=-all", "--no-new-privs"]  # fmt: skip
+
+
+def uid_processes(uid: int) -> list[int]:
+    """真实 uid 是 uid 的进程（读 /proc/<pid>/status）"""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) == uid:
+                            found.append(int(pid))
+                        break
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def reap_uid(uid: int, timeout: float = 10.0) -> bool:
+    """以 uid 的身份 kill(-1, SIGKILL)（内核把信号发给这个 uid 的每一个进程，同时挡住新的 fork），直到一个不剩；
+    超时返回 False（僵尸进程由它们的父进程收走，不算）"""
+    deadline = time.monotonic() + timeout
+    kill = [*_setpriv(uid), "--", sys.executable, "-I", "-S", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"]
+    while True:
+        alive = [pid for pid in uid_processes(uid) if not _zombie(pid)]
+        if not alive:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        subprocess.run(kill, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=10, check=False)  # fmt: skip
+        time.sleep(0.05)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

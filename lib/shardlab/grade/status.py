@@ -1,12 +1,14 @@
 """评分器的全部状态和它们的中文说明：一处定义，成绩册、反馈和测试都用这里的名字
 
-每道题的判定 ``correct`` / ``wrong`` / ``missing`` / ``invalid`` 由自检（``shardlab.check``）定义，这里只引用；
+每道题的判定 ``correct`` / ``wrong`` / ``missing`` / ``invalid`` 由判定（``shardlab.exercise.judge``）定义，这里只引用；
 其余是评分器自己的状态：运行出的问题、结构问题（按题）和整份提交的问题。
+没有“抄袭”之类的按题状态：一个不对的答案就是 ``wrong``（附上按学生自己的参数认出的失误）；
+与别人的答案相同只是证据，由 ``shardlab.grade.integrity`` 按整份提交统计，只写进助教看的文件。
 """
 
 from __future__ import annotations
 
-from shardlab.check import CORRECT, INVALID, MISSING, WRONG
+from shardlab.exercise.judge import CORRECT, INVALID, MISSING, WRONG
 
 # ---- 每道题：运行中出的问题 ----
 ERROR = "error"
@@ -15,9 +17,6 @@ KERNEL_DIED = "kernel-died"
 CRASHED = "crashed"
 NO_EXPORT = "no-export"
 NO_KEY = "no-key"
-# ---- 每道题：按个人版评分时认出的抄袭（0 分） ----
-COPIED_PUBLISHED = "copied-published"
-OTHER_VARIANT = "other-variant"
 # ---- 每道题：结构问题 ----
 MISSING_CELL = "missing-cell"
 DUPLICATE_TAG = "duplicate-tag"
@@ -46,8 +45,6 @@ TEXT = {
     CRASHED: "评分进程崩溃",
     NO_EXPORT: "没有导出答案",
     NO_KEY: "答案表里没有这道题",
-    COPIED_PUBLISHED: "抄了发布版的答案",
-    OTHER_VARIANT: "别的同学的答案",
     MISSING_CELL: "找不到答案单元",
     DUPLICATE_TAG: "答案标签重复",
     REORDERED: "答案单元顺序被调换",
@@ -79,13 +76,14 @@ SUBMISSION_MESSAGES = {
 }
 
 
-# 按个人版评分时，与别的变体的答案相同（不说是谁的，也不给出正确的值）
-IMPOSTOR_MESSAGES = {
-    COPIED_PUBLISHED: "这是书上（发布版）题目的答案；你的练习里的数与书上不同，请按你自己笔记本里的数计算",
-    OTHER_VARIANT: "这是另一位同学的题目参数下的答案；请按你自己笔记本里的数计算",
-}
-
-
 def text(status: str) -> str:
     """状态的中文说明；不认识的状态原样返回"""
     return TEXT.get(status, status)
+
+
+def describe(status: str, message: str) -> str:
+    """一道题给学生看的一句话：状态的中文说明 + 说明；说明本身已经以它开头（“正确”“不对。……”）时不重复"""
+    head = text(status)
+    if not message:
+        return head
+    return message if message.startswith(head) else f"{head}。{message}"

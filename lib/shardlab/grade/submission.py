@@ -16,23 +16,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import shardlab
-from shardlab import answers, check
+from shardlab.exercise import answers, problems
 from shardlab.grade import inject, judge
 from shardlab.grade import status as st
 from shardlab.grade.folder import Found, Unreadable, read_submission
 from shardlab.grade.junit import ReportError, parse_junit
 from shardlab.grade.key import AnswerKey
 from shardlab.grade.sandbox import Interrupted, Sandbox
-from shardlab.grade.text import clean_tree
+from shardlab.untrusted import clean_tree
 
-RESULT_VERSION = 2
+RESULT_VERSION = 3
 _GRADER_DIR = Path(__file__).resolve().parent
 
 
 def code_fingerprint() -> str:
-    """评分所用代码的指纹：shardlab 的版本、评分器的全部源码、参考算法与容差（answers.py）、判定（check.py）"""
+    """评分所用代码的指纹：shardlab 的版本、评分器的全部源码与整个练习系统（参考算法、容差、判定、个人版的分配）"""
     h = hashlib.sha256(shardlab.__version__.encode())
-    files = sorted(_GRADER_DIR.rglob("*.py")) + [Path(answers.__file__), Path(check.__file__)]
+    files = sorted(_GRADER_DIR.rglob("*.py")) + sorted(Path(answers.__file__).parent.glob("*.py"))
     for path in files:
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
@@ -51,12 +51,13 @@ class Context:
     workdir: Path | None = None  # 临时文件放在这里（评分器的输出目录下，下次运行会清理）
     code: str = field(default_factory=lambda: code_fingerprint())
     stop: threading.Event = field(default_factory=threading.Event)
-    roster_of: dict[str, str] = field(default_factory=dict)  # 提交的 id → 花名册里的学生 id（按个人版评分时）
+    weights: dict[str, float] = field(default_factory=dict)  # 答案 id → 权重（满分）；没列出的是 1
 
     @property
     def cache_key(self) -> str:
-        """结果何时仍然有效：答案表、评分代码和隐藏输入的种子都没变"""
-        return f"{self.key.fingerprint}:{self.code}:{self.seed}"
+        """结果何时仍然有效：答案表、评分代码、隐藏输入的种子和权重都没变"""
+        w = hashlib.sha256(json.dumps(self.weights, sort_keys=True).encode()).hexdigest()[:8]
+        return f"{self.key.fingerprint}:{self.code}:{self.seed}:{w}"
 
 
 def new_result(found: Found, ctx: Context) -> dict:
@@ -76,7 +77,9 @@ def new_result(found: Found, ctx: Context) -> dict:
         "seed": ctx.seed,
         "cache_key": ctx.cache_key,
         "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        **({"roster_id": ctx.roster_of[found.sid]} if found.sid in ctx.roster_of else {}),
+        **({"roster_id": found.roster_id, "how": found.how} if found.roster_id else {}),
+        "ta_notes": list(found.notes),  # 只给助教看：身份问题（笔记本里写的是另一个学生……）
+        "identity_conflict": bool(found.notes),
     }
 
 
@@ -91,7 +94,7 @@ def finalize(res: dict, start: float | None = None) -> dict:
 def failed_result(found: Found, ctx: Context, status: str, detail: str) -> dict:
     """整份提交的一个状态（0 分，满分是本章的满分）"""
     res = new_result(found, ctx)
-    judge.whole_submission(res, status, detail, ctx.chapter)
+    judge.whole_submission(res, status, detail, ctx.chapter, ctx.weights)
     return finalize(res)
 
 
@@ -106,13 +109,14 @@ def grade_submission(found: Found, ctx: Context) -> dict:
     except Interrupted:
         raise
     except inject.SubmissionError as exc:
-        judge.whole_submission(res, exc.status, exc.detail, ctx.chapter)
+        judge.whole_submission(res, exc.status, exc.detail, ctx.chapter, ctx.weights)
     except Unreadable as exc:
-        judge.whole_submission(res, st.TOO_LARGE if exc.too_large else st.UNREADABLE, exc.reason, ctx.chapter)
+        status = st.TOO_LARGE if exc.too_large else st.UNREADABLE
+        judge.whole_submission(res, status, exc.reason, ctx.chapter, ctx.weights)
     except OSError as exc:
-        judge.whole_submission(res, st.UNREADABLE, str(exc), ctx.chapter)
+        judge.whole_submission(res, st.UNREADABLE, str(exc), ctx.chapter, ctx.weights)
     except Exception as exc:  # noqa: BLE001  评分器自己出错也不能中断整批评分
-        judge.whole_submission(res, st.GRADER_ERROR, f"{type(exc).__name__}: {exc}", ctx.chapter)
+        judge.whole_submission(res, st.GRADER_ERROR, f"{type(exc).__name__}: {exc}", ctx.chapter, ctx.weights)
     return finalize(res, start)
 
 
@@ -142,4 +146,22 @@ def _grade(data: bytes, res: dict, ctx: Context) -> None:
             res["notes"].append(f"沙箱送回的 JUnit 报告不能用：{exc}")
     if run.output_truncated:
         res["notes"].append("沙箱的输出超过上限，被截断")
-    judge.collect(prep, run, cells, res, ctx.key, ctx.inputs, ctx.sandbox.limits.wall_s)
+    judge.collect(prep, run, cells, res, ctx.key, ctx.inputs, ctx.sandbox.limits.wall_s, ctx.weights)
+    _param_note(raw, prep.chapter, res, ctx)
+
+
+def _param_note(raw: dict, chapter: int, res: dict, ctx: Context) -> None:
+    """参数单元里的数与为这个学生生成的不同（改过参数单元，或拿了别人的笔记本）：照样按生成的数评分，告诉学生和助教"""
+    params = getattr(ctx.key, "params", {}).get(res.get("roster_id") or "")
+    if not params:
+        return
+    assignment = f"ch{chapter:02d}"
+    written = problems.written(assignment, inject.peek(raw).param_sources)
+    changed = sorted(name for name, value in written.items() if value != params.get(assignment, {}).get(name))
+    if changed:
+        note = (
+            f"参数单元里的 {'、'.join(changed)} 与为你生成的数不同：评分按为你生成的数（花名册）判定，"
+            "不按笔记本里改过的数"
+        )
+        res["notes"].append(note)
+        res["ta_notes"].append(note)

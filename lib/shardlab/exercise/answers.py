@@ -1,10 +1,10 @@
 """第 5、6 章练习的答案登记表（answer registry）：每个答案 id 的含义、单位、参考算法和常见失误
 
 登记表是数据：``ANSWER_LIST`` 里每个答案一条，按 id 就能找到。
-数值答案的参考值是题目参数（``shardlab.problems``）的函数 ``reference(p)``，用 ``shardlab.cost`` 现算；
+数值答案的参考值是题目参数（``shardlab.exercise.problems``）的函数 ``reference(p)``，用 ``shardlab.cost`` 现算；
 发布版参数下它与解答笔记本（solutions/）各自独立地推导，测试保证两者一致，换一组参数（个人版）也一致。
 函数答案的 ``reference`` 就是参考函数，与参数无关。
-自检（``shardlab.check``）和评分（``shardlab.grade``）都从这里读答案的规格。
+判定（``shardlab.exercise.judge``，自检与评分器共用）从这里读答案的规格。
 
 单位一律是 SI：秒（s）、字节（B）、FLOP，比值为 1。
 """
@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shardlab import cost, hardware, problems
-from shardlab.problems import MESH5, MESH8
+from shardlab import cost, hardware
+from shardlab.exercise import problems
+from shardlab.exercise.problems import MESH5, MESH8
 from shardlab.units import bytes_of
 
 Params = Mapping[str, Any]
@@ -28,18 +29,19 @@ Params = Mapping[str, Any]
 class Slip:
     """一种常见失误：错误答案 ≈ 正确答案 × factor，或 ≈ alt(正确答案, 参数)
 
-    factor 可以是数，也可以是参数的函数（例如“V 用了整个数组”差的是 |Y| 倍）。
+    factor 可以是数，也可以是参数的函数（例如“V 用了整个数组”差的是 |Y| 倍）；函数返回 None 表示这组参数下没有这种失误。
     """
 
-    factor: float | Callable[[Params], float] | None
+    factor: float | Callable[[Params], float | None] | None
     hint: str
     alt: Callable[[float, Params], float] | None = None
 
-    def wrong_value(self, right: float, params: Params | None = None) -> float:
+    def wrong_value(self, right: float, params: Params | None = None) -> float | None:
+        """这种失误给出的错误值；这组参数下没有这种失误时为 None"""
         if self.alt is not None:
             return self.alt(right, params)
         factor = self.factor(params) if callable(self.factor) else self.factor
-        return right * factor
+        return None if factor is None else right * factor
 
 
 @dataclass(frozen=True)
@@ -244,24 +246,31 @@ P5_COMMS_SLIPS = (
 )
 
 
-def p8_bytes(part: str) -> Callable[[Params], float]:
+def p8_bytes(letter: str) -> Callable[[Params], float]:
+    """问题 8 方案 (letter) 的负载 V：方案由参数 cases8 决定（个人版把三种分片按另一种顺序排给 (a)(b)(c)）"""
+
     def ref(p: Params) -> float:
         nx, ny = MESH8["X"], MESH8["Y"]
-        if part == "a":  # C[I_X, K]{U_Y} → ReduceScatter_Y → C[I_X, K_Y]；V 是未规约的本地缓冲区
+        kind = problems.p8_scheme(p["cases8"], letter)
+        if kind == "rs":  # C[I_X, K]{U_Y} → ReduceScatter_Y → C[I_X, K_Y]；V 是未规约的本地缓冲区
             return float(bytes_of((p["I8"] // nx, p["K8"])))
-        if part == "b":  # AllGather_X：B[J_X, K_Y] → B[J, K_Y]；V 是收集后的字节数
+        if kind == "ag":  # AllGather_X：B[J_X, K_Y] → B[J, K_Y]；V 是收集后的字节数
             return float(bytes_of((p["J8"], p["K8"] // ny)))
-        return 0.0  # (c) Case 1：不需要通信
+        return 0.0  # Case 1：不需要通信
 
     return ref
 
 
-def p8_time(part: str) -> Callable[[Params], float]:
+_P8_COLLECTIVE = {"rs": ("reduce_scatter", "Y"), "ag": ("all_gather", "X")}
+
+
+def p8_time(letter: str) -> Callable[[Params], float]:
     def ref(p: Params) -> float:
-        kind, axis = {"a": ("reduce_scatter", "Y"), "b": ("all_gather", "X")}.get(part, (None, None))
-        if kind is None:
+        kind = problems.p8_scheme(p["cases8"], letter)
+        if kind not in _P8_COLLECTIVE:
             return 0.0
-        return cost.estimate(kind, p8_bytes(part)(p), [axis], "v5e", mesh=MESH8).time_s
+        collective, axis = _P8_COLLECTIVE[kind]
+        return cost.estimate(collective, p8_bytes(letter)(p), [axis], "v5e", mesh=MESH8).time_s
 
     return ref
 
@@ -392,11 +401,19 @@ P3_MIXED = Slip(
     alt=lambda right, p: 0.25,
 )
 P8_BYTES_SLIPS = (BF16, Slip(4.0, "V 用错了数组：注意哪些维度仍是分片的"))
-P8_TIME_SLIPS = (
-    BF16,
-    Slip(2.0, "用了 AllReduce：输出允许分片时 ReduceScatter 只要一半时间"),
-    Slip(2 / 3, "把 4x4 的轴当成了有 wraparound 的双向环；v5e 只有长度 16 的轴才有 wraparound"),
-)
+
+
+def _p8_time_slips(letter: str) -> tuple[Slip, ...]:
+    def only_rs(p: Params) -> float | None:
+        return 2.0 if problems.p8_scheme(p["cases8"], letter) == "rs" else None
+
+    return (
+        BF16,
+        Slip(only_rs, "用了 AllReduce：输出允许分片时 ReduceScatter 只要一半时间"),
+        Slip(2 / 3, "把 4x4 的轴当成了有 wraparound 的双向环；v5e 只有长度 16 的轴才有 wraparound"),
+    )
+
+
 UNI_SLIPS = (
     Slip(0.5, "这是双向环的结果；单向环上是 AllGather 的一半"),
     Slip(4.0, "比值倒过来了：要的是 AllToAll / AllGather"),
@@ -499,14 +516,14 @@ ANSWER_LIST: tuple[Answer, ...] = (
            slips=BI_SLIPS, varies=False),
     Answer("ch06-p8a-bytes", "p8a_bytes", "B", "方案 (a) 的通信负载 V（字节）", p8_bytes("a"),
            rtol=1e-9, slips=P8_BYTES_SLIPS),
-    Answer("ch06-p8a-time", "p8a_time", "s", "方案 (a) 的通信时间", p8_time("a"), slips=P8_TIME_SLIPS),
+    Answer("ch06-p8a-time", "p8a_time", "s", "方案 (a) 的通信时间", p8_time("a"), slips=_p8_time_slips("a")),
     Answer("ch06-p8b-bytes", "p8b_bytes", "B", "方案 (b) 的通信负载 V（字节）", p8_bytes("b"),
            rtol=1e-9, slips=P8_BYTES_SLIPS),
-    Answer("ch06-p8b-time", "p8b_time", "s", "方案 (b) 的通信时间", p8_time("b"), slips=P8_TIME_SLIPS),
-    # (c) 是 Case 1，正确答案是 0：按比例的失误给出的也是 0，永远不会触发，所以不列
+    Answer("ch06-p8b-time", "p8b_time", "s", "方案 (b) 的通信时间", p8_time("b"), slips=_p8_time_slips("b")),
+    # 发布版的 (c) 是 Case 1（答案 0）；个人版把三种分片换了顺序，(c) 可能是要通信的那两种之一
     Answer("ch06-p8c-bytes", "p8c_bytes", "B", "方案 (c) 的通信负载 V（字节）", p8_bytes("c"),
-           rtol=1e-9, varies=False),
-    Answer("ch06-p8c-time", "p8c_time", "s", "方案 (c) 的通信时间", p8_time("c"), varies=False),
+           rtol=1e-9, slips=P8_BYTES_SLIPS),
+    Answer("ch06-p8c-time", "p8c_time", "s", "方案 (c) 的通信时间", p8_time("c"), slips=_p8_time_slips("c")),
     Answer("ch06-p9-fn", "case2_comm_ratio", "1",
            "Case 2：本地乘 + AllReduce 与先 AllGather 的通信时间之比（函数，参数 i, j, k）",
            case2_comm_ratio, kind="function", examples=((1024, 4096, 1024), (512, 8192, 16384)),

@@ -4,18 +4,21 @@
 从每个参数的可选值（choices）里取，但必须满足本章的规则（``violations``）：同样的区间（受带宽 / 延迟限制、
 受算力 / 通信限制）、同样的 wraparound 情形、整除关系，数字都是人能手算的整数或整的模型规模。
 
-参数名就是笔记本里的变量名（``B``、``mesh``、``params5`` …）：解答与练习笔记本里带 ``parameters`` 标签的单元
-给这些变量赋值，个人版把那些值换掉（``shardlab.variants``）；自检按笔记本里这些变量的当前值判定（``from_namespace``）。
+参数名就是笔记本里的变量名（``B``、``mesh``、``params5`` …）：解答与练习笔记本里的**参数单元**（带 ``parameters`` 标签，
+第一行是注释 ``# 题目参数``）给这些变量赋值，个人版把那些值换掉（``shardlab.exercise.variants``）。
+自检与评分器都从参数单元的源码读参数（``cell_values`` / ``from_cells``），不看变量的当前值。
 题目文字里出现的参数值由 ``TEXT`` 列出（发布版的原文 → 由参数写出的文字），个人版据此改写题目。
 
-这个模块只描述题目，不含答案（参考答案在 ``shardlab.answers``，它是参数的函数）。
+这个模块只描述题目，不含答案（参考答案在 ``shardlab.exercise.answers``，它是参数的函数）。
 """
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import permutations
 from typing import Any
 
 from shardlab import cost, hardware
@@ -50,17 +53,58 @@ class TextSub:
     render: Callable[[Mapping[str, Any]], str]
 
 
-def _v4p_mesh(x: int) -> dict[str, int]:
-    return {"X": x, "Y": 4, "Z": 4}
-
-
 def _mesh3(x: int, y: int, z: int) -> dict[str, int]:
     return {"X": x, "Y": y, "Z": z}
 
 
-_B_CHOICES = (1024, 1536, 2048, 3072, 4096)
-_D_CHOICES = (4096, 6144, 8192, 12288, 16384)
-_MESH_P4 = tuple(_mesh3(x, y, z) for x in (2, 4, 8) for y in (2, 4, 8) for z in (2, 4, 8))
+# 可选值尽量宽：全班的答案要彼此不同（``variants`` 检查撞车），所以每个参数都有十几个人能手算的值
+_B_CHOICES = (512, 768, 1024, 1280, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 8192)
+_D_CHOICES = (2048, 3072, 4096, 5120, 6144, 7168, 8192, 10240, 12288, 14336, 16384, 20480, 24576)
+# v4p 切片：每维是 4 的倍数（由 4x4x4 立方体拼成，每条轴都有 wraparound）
+_V4P_MESHES = tuple(_mesh3(x, y, z) for x in (4, 8, 12, 16) for y in (4, 8) for z in (4, 8) if (x, y, z) != (4, 4, 4))
+_B_SMALL = (16, 24, 32, 48, 64, 96, 160, 192, 256, 320, 384, 512)
+# 复制份数题：任意网格（不是某种芯片的切片）；I = 1024 要能被 |X| 整除
+_MESH_REPLICATION = tuple(
+    _mesh3(x, y, z) for x in (2, 4, 8, 16) for y in (2, 3, 4, 5, 6, 8, 12, 16) for z in (2, 3, 4, 5, 6, 8, 12, 16)
+)  # 发布版 {X: 4, Y: 8, Z: 2} 也在其中：答案（|Y|·|Z|）与发布版相同的组合由 variants 的规则剔除
+_MODELS5 = tuple(
+    x * 1e9
+    for x in (1.1, 1.3, 1.5, 1.8, 2, 2.4, 2.7, 3, 3.5, 4, 4.5, 5, 6, 6.7, 7.5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18,
+              20, 22, 24, 26, 27, 30, 32, 34, 36, 40, 44, 46, 52, 56, 60, 65, 70)
+)  # fmt: skip
+_MODELS6 = tuple(
+    x * 1e9
+    for x in (42, 45, 50, 52, 56, 60, 65, 72, 80, 90, 100, 104, 110, 120, 130, 141, 150, 175, 200, 236, 250, 300,
+              314, 340, 400, 405, 480, 540, 671)
+)  # fmt: skip
+
+_D7_CHOICES = (1536, 2048, 2560, 3072, 3584, 4096, 4608, 5120, 5632, 6144, 7168, 9216, 10240, 12288, 14336, 16384)
+_PROMPTS = (256, 384, 512, 640, 768, 1024, 1280, 1536, 3072, 4096, 5120, 6144, 8192)
+_DIMS8 = (1024, 1536, 2048, 2560, 3072, 4096, 5120, 6144, 8192, 10240, 12288, 16384)
+
+# ch06 P8 的三种分片：键是答案里的字母在发布版里对应的方案；个人版把三种方案按另一种顺序排给 (a)(b)(c)
+P8_SCHEMES = {
+    "rs": ("A[I_X, J_Y]", "B[J_Y, K]", "输出允许分片"),
+    "ag": ("A[I_X, J]", "B[J_X, K_Y]", "训练中数据并行 + 张量并行 + ZeRO 的典型设置"),
+    "none": ("A[I_X, J]", "B[J, K_Y]", "推理中张量并行 + 数据并行的典型设置"),
+}
+P8_LETTERS = ("a", "b", "c")
+
+
+def _cases8(order: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+    return {letter: P8_SCHEMES[kind][:2] for letter, kind in zip(P8_LETTERS, order)}
+
+
+def p8_scheme(cases: Mapping[str, Any], letter: str) -> str:
+    """参数 cases8 里字母 letter 对应的方案（'rs' | 'ag' | 'none'）"""
+    pair = tuple(cases[letter])
+    for kind, (a, b, _) in P8_SCHEMES.items():
+        if pair == (a, b):
+            return kind
+    raise ValueError(f"cases8[{letter!r}] = {pair!r} 不是问题 8 的三种分片之一")
+
+
+_CASES8 = tuple(_cases8(order) for order in permutations(P8_SCHEMES))  # 第一个是发布版的顺序
 
 
 def _mesh_text(m: Mapping[str, int]) -> str:
@@ -76,31 +120,42 @@ def fmt_model(params: float) -> str:
     return f"{params / 1e9:g}B"
 
 
+def _p8_lines(cases: Mapping[str, Any]) -> str:
+    """问题 8 列出三种分片的三行（按 cases8 的顺序）"""
+    lines = []
+    for k, letter in enumerate(P8_LETTERS):
+        a, b, note = P8_SCHEMES[p8_scheme(cases, letter)]
+        end = "。" if k == len(P8_LETTERS) - 1 else "；"
+        lines.append(f"- ({letter}) ${a} \\cdot_J {b}$（{note}）：存进 `p8{letter}_bytes`、`p8{letter}_time`{end}")
+    return "\n".join(lines)
+
+
 PARAMS: dict[str, tuple[Param, ...]] = {
     "ch05": (
         Param("B", 1, 1024, _B_CHOICES, "P1：数组 A[B, D] 的 B"),
         Param("D", 1, 4096, _D_CHOICES, "P1：数组 A[B, D] 的 D"),
-        Param("mesh", 1, _v4p_mesh(4), (_v4p_mesh(8), _v4p_mesh(16)), "P1、P2：TPU v4p 切片的网格（每维是 4 的倍数）"),
-        Param("B2", 2, 128, (32, 64, 256, 512), "P2：很小的数组 A[B] 的 B"),
-        Param("mesh4", 4, _mesh3(4, 8, 2), _MESH_P4, "P4：网格"),
-        Param("params5", 5, 7e9, (2e9, 3e9, 8e9, 13e9, 34e9), "P5：模型参数量"),
-        Param("params6", 6, 70e9, (65e9, 120e9, 175e9, 405e9), "P6：模型参数量"),
-        Param("D7", 7, 8192, (4096, 5120, 6144, 12288), "P7：隐藏维 D"),
-        Param("TP", 7, 8, (2, 4), "P7：张量并行的路数（在一个 8 卡节点内）"),
-        Param("PROMPT", 7, 2048, (512, 1024, 4096, 8192), "P7：prefill 的提示长度（token 数）"),
+        Param("mesh", 1, _mesh3(4, 4, 4), _V4P_MESHES, "P1、P2：TPU v4p 切片的网格（每维是 4 的倍数）"),
+        Param("B2", 2, 128, _B_SMALL, "P2：很小的数组 A[B] 的 B"),
+        Param("mesh4", 4, _mesh3(4, 8, 2), _MESH_REPLICATION, "P4：网格"),
+        Param("params5", 5, 7e9, _MODELS5, "P5：模型参数量"),
+        Param("params6", 6, 70e9, _MODELS6, "P6：模型参数量"),
+        Param("D7", 7, 8192, _D7_CHOICES, "P7：隐藏维 D"),
+        Param("TP", 7, 8, (2, 3, 4, 6), "P7：张量并行的路数（在一个 8 卡节点内）"),
+        Param("PROMPT", 7, 2048, _PROMPTS, "P7：prefill 的提示长度（token 数）"),
     ),
     "ch06": (
-        Param("mesh1", 1, _mesh3(4, 8, 2), _MESH_P4, "P1：网格"),
+        Param("mesh1", 1, _mesh3(4, 8, 2), _MESH_REPLICATION, "P1：网格"),
         Param("B", 2, 1024, _B_CHOICES, "P2：数组 A[B, D] 的 B"),
         Param("D", 2, 4096, _D_CHOICES, "P2：数组 A[B, D] 的 D"),
-        Param("mesh", 2, _v4p_mesh(4), (_v4p_mesh(8), _v4p_mesh(16)), "P2、P3：TPU v4p 切片的网格（每维是 4 的倍数）"),
-        Param("B3", 3, 128, (32, 64, 256, 512), "P3：很小的数组 A[B] 的 B"),
-        Param("B5", 5, 128, (64, 96, 128, 192, 256), "P5：批量 B"),
-        Param("D5", 5, 8192, (4096, 6144, 8192), "P5：D"),
-        Param("F5", 5, 32768, (16384, 24576, 32768, 49152), "P5：F"),
-        Param("I8", 8, 4096, (2048, 3072, 4096, 6144, 8192), "P8：I"),
-        Param("J8", 8, 8192, (2048, 3072, 4096, 6144, 8192), "P8：J"),
-        Param("K8", 8, 4096, (2048, 3072, 4096, 6144, 8192, 12288), "P8：K"),
+        Param("mesh", 2, _mesh3(4, 4, 4), _V4P_MESHES, "P2、P3：TPU v4p 切片的网格（每维是 4 的倍数）"),
+        Param("B3", 3, 128, _B_SMALL, "P3：很小的数组 A[B] 的 B"),
+        Param("B5", 5, 128, (32, 48, 64, 80, 96, 112, 160, 192, 224, 256, 320, 384, 448, 512), "P5：批量 B"),
+        Param("D5", 5, 8192, tuple(range(4096, 12289, 1024)), "P5：D"),
+        Param("F5", 5, 32768, tuple(range(12288, 65537, 4096)), "P5：F"),
+        Param("I8", 8, 4096, _DIMS8, "P8：I"),
+        Param("J8", 8, 8192, _DIMS8, "P8：J"),
+        Param("K8", 8, 4096, _DIMS8, "P8：K"),
+        Param("cases8", 8, _CASES8[0], _CASES8[1:], "P8：(a)(b)(c) 依次是哪种分片"),
     ),
 }
 
@@ -130,6 +185,7 @@ TEXT: dict[str, tuple[TextSub, ...]] = {
         TextSub(3, "bf16[128]", lambda p: f"bf16[{p['B3']}]"),
         TextSub(5, "D = 8192，F = 32768，批量 B = 128", lambda p: f"D = {p['D5']}，F = {p['F5']}，批量 B = {p['B5']}"),
         TextSub(8, "I = 4096，J = 8192，K = 4096", lambda p: f"I = {p['I8']}，J = {p['J8']}，K = {p['K8']}"),
+        TextSub(8, _p8_lines(_CASES8[0]), lambda p: _p8_lines(p["cases8"])),
     ),
 }
 
@@ -240,27 +296,116 @@ def violations(assignment: str, params: Mapping[str, Any]) -> list[tuple[int, st
     return RULES[assignment](params)
 
 
-# ---- 笔记本里的参数 ----
-def _coerce(template, value):
-    """把笔记本里的值转成与发布值同类型的数；不合适时返回 None"""
+# ---- 笔记本里的参数单元 ----
+PARAM_TAG = "parameters"  # 参数单元的标签（评分器、个人版按它找单元）
+PARAM_MARK = "# 题目参数"  # 参数单元的第一行（内核里看不到标签，自检按它认出参数单元）
+
+
+def is_param_cell(source: str) -> bool:
+    """这段源码是不是参数单元：第一个非空行以 ``# 题目参数`` 开头"""
+    for line in source.splitlines():
+        if line.strip():
+            return line.strip().startswith(PARAM_MARK)
+    return False
+
+
+def _assignments(tree: ast.Module):
+    """顶层赋值里的（变量名, 值的语法树节点）：``x = 1`` 与 ``a, b = 1, 2``"""
+    for node in tree.body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target, value = node.targets[0], node.value
+        if isinstance(target, ast.Name):
+            yield target.id, value
+        elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            for t, v in zip(target.elts, value.elts):
+                if isinstance(t, ast.Name):
+                    yield t.id, v
+
+
+def assignment_nodes(source: str):
+    """参数单元里顶层赋值的（变量名, 语法树节点）；源码有语法错误时什么也没有"""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    return list(_assignments(tree))
+
+
+def cell_values(source: str) -> dict[str, Any]:
+    """参数单元里顶层赋值的字面值：{变量名: 值}（不是字面值的跳过；后面的赋值覆盖前面的）"""
+    out = {}
+    for name, node in assignment_nodes(source):
+        try:
+            out[name] = ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+    return out
+
+
+def _same_shape(value) -> Any:
+    """列表与元组一视同仁（JSON 读回来的 tuple 是 list）"""
+    if isinstance(value, list | tuple):
+        return tuple(_same_shape(v) for v in value)
+    if isinstance(value, Mapping):
+        return {k: _same_shape(v) for k, v in value.items()}
+    return value
+
+
+def coerce(param: Param, value) -> Any:
+    """把笔记本里（或 JSON 里）的值转成与发布值同类型；不是这个参数能取的值时返回 None"""
+    template = param.published
+    if isinstance(template, Mapping) and not all(isinstance(v, int | float) for v in template.values()):
+        value = _same_shape(value)  # 非数值的参数（问题 8 的分片顺序）：只能是发布值或可选值之一
+        return _copy(value) if any(_same_shape(c) == value for c in (template, *param.choices)) else None
+    return _coerce_number(template, value)
+
+
+def _coerce_number(template, value):
     if isinstance(template, Mapping):
         if not isinstance(value, Mapping) or set(value) != set(template):
             return None
-        out = {k: _coerce(template[k], value[k]) for k in template}
+        out = {k: _coerce_number(template[k], value[k]) for k in template}
         return None if any(v is None for v in out.values()) else out
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if isinstance(template, int):
-        return int(value) if float(value).is_integer() and value > 0 else None
+        return int(value) if math.isfinite(value) and float(value).is_integer() and value > 0 else None
     return float(value) if math.isfinite(value) and value > 0 else None
 
 
-def from_namespace(assignment: str, namespace: Mapping[str, Any]) -> dict[str, Any]:
-    """从笔记本的全局变量里读出本章的参数；没有定义或类型不对的参数取发布值"""
+def from_values(assignment: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """{变量名: 值} 里本章的参数（类型不对或没有的取发布值）"""
     out = published(assignment)
     for p in params_of(assignment):
-        if p.name in namespace:
-            value = _coerce(p.published, namespace[p.name])
+        if p.name in values:
+            value = coerce(p, values[p.name])
             if value is not None:
                 out[p.name] = value
+    return out
+
+
+def from_cells(assignment: str, sources) -> dict[str, Any]:
+    """参数单元（按运行或出现的顺序）里写下的本章参数；自检与评分器都用它"""
+    found: dict[str, Any] = {}
+    for src in sources:
+        found.update(cell_values(src))
+    return from_values(assignment, found)
+
+
+def from_namespace(assignment: str, namespace: Mapping[str, Any]) -> dict[str, Any]:
+    """从变量的当前值读参数：只在没有参数单元的运行记录时（不在 IPython 里）用"""
+    return from_values(assignment, namespace)
+
+
+def written(assignment: str, sources) -> dict[str, Any]:
+    """参数单元里**写了**的本章参数（没写的不补发布值）：评分器用它与花名册推出的参数比较"""
+    found: dict[str, Any] = {}
+    for src in sources:
+        found.update(cell_values(src))
+    out = {}
+    for p in params_of(assignment):
+        if p.name in found:
+            value = coerce(p, found[p.name])
+            out[p.name] = value if value is not None else found[p.name]
     return out

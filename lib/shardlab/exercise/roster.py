@@ -1,8 +1,12 @@
 """花名册（roster）：教师给出的学生名单，CSV，至少有 ``id`` 与 ``name`` 两列
 
-学生 id 同时是个人版的文件夹名（``OUT/<id>/``）和评分时认提交的依据（``<id>/…`` 或 ``<id>_….ipynb``），
-所以它必须能安全地当文件夹名：字母（含中文）、数字、``_``、``.``、``-``，不以 ``.`` 或 ``-`` 开头，最长 64 个字符；
-只差大小写的两个 id 在不区分大小写的文件系统（Windows、macOS）上会落进同一个文件夹，也算重复。
+学生 id 同时是个人版的文件夹名（``OUT/<id>/``）和评分时认提交的依据（``<id>/…``、``<id>_….ipynb`` …），
+所以它必须能安全地当文件夹名：字母（含中文）、数字、``_``、``.``、``-``，不以 ``.`` 或 ``-`` 开头，
+UTF-8 最多 64 个字节（中文约 21 个字；一个 emoji 之类的字占 4 个字节）；
+id 按 Unicode NFC 规范化（macOS 的文件名是 NFD），只差大小写的两个 id 在不区分大小写的文件系统（Windows、macOS）
+上会落进同一个文件夹，也算重复。
+可选的列：``lms_id``（Canvas / Moodle 批量下载的文件名里的用户编号）、``email``（Gradescope 导出里的邮箱）：
+评分器用它们把 LMS 下载的文件对上学生（``shardlab.grade.identify``）。
 读入时逐行检查，所有问题一起报告（中文说明，带行号和英文关键词），不会只报第一个。
 """
 
@@ -11,11 +15,14 @@ from __future__ import annotations
 import csv
 import io
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 REQUIRED = ("id", "name")
-MAX_ID = 64
+OPTIONAL = ("lms_id", "email")
+MAX_ID = 64  # 字节（UTF-8）
+MAX_NAME = 200  # 字符
 _SAFE_ID = re.compile(r"^[^\W_][\w.-]*$")
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
 
@@ -29,14 +36,21 @@ class Student:
     id: str
     name: str
     row: int  # 在 CSV 里的行号（表头是第 1 行）
+    lms_id: str = ""
+    email: str = ""
+
+
+def normalize(sid: str) -> str:
+    """比较学生 id 的形式：NFC 规范化 + casefold（不区分大小写，macOS 的 NFD 文件名也能对上）"""
+    return unicodedata.normalize("NFC", sid).casefold()
 
 
 def id_problem(sid: str) -> str | None:
     """sid 作为学生 id（也是文件夹名）有什么问题；没有问题时返回 None"""
     if not sid:
         return "学生 id（id）是空的"
-    if len(sid) > MAX_ID:
-        return f"学生 id（id）{sid[:20]!r}… 超过 {MAX_ID} 个字符"
+    if len(sid.encode("utf-8")) > MAX_ID:
+        return f"学生 id（id）{sid[:20]!r}… 超过 {MAX_ID} 个字节（UTF-8；中文每字 3 个字节）"
     if not _SAFE_ID.match(sid) or ".." in sid:
         return (
             f"学生 id（id）{sid!r} 不能安全地用作文件夹名（folder name）："
@@ -65,6 +79,7 @@ def parse(text: str, source: str = "花名册") -> list[Student]:
             f"现在的表头是 {','.join(header) or '（空）'}"
         )
     i_id, i_name = cols.index("id"), cols.index("name")
+    extra = {c: cols.index(c) for c in OPTIONAL if c in cols}
     problems, students, seen = [], [], {}
     try:
         for row_no, row in enumerate(reader, start=2):
@@ -73,20 +88,23 @@ def parse(text: str, source: str = "花名册") -> list[Student]:
             if len(row) <= max(i_id, i_name):
                 problems.append(f"第 {row_no} 行：列数不够（缺少 id 或 name 列，missing column）")
                 continue
-            sid, name = row[i_id].strip(), row[i_name].strip()
+            sid, name = unicodedata.normalize("NFC", row[i_id].strip()), row[i_name].strip()
             bad = id_problem(sid)
             if bad:
                 problems.append(f"第 {row_no} 行：{bad}")
                 continue
             if not name:
                 problems.append(f"第 {row_no} 行：学生 {sid} 的姓名（name）是空的")
-            folded = sid.casefold()
+            elif len(name) > MAX_NAME or any(unicodedata.category(ch) in ("Cc", "Cs") for ch in name):
+                problems.append(f"第 {row_no} 行：学生 {sid} 的姓名（name）太长（超过 {MAX_NAME} 个字）或含控制字符")
+            folded = normalize(sid)
             if folded in seen:
                 first = seen[folded]
                 same = "相同" if first.id == sid else f"只差大小写（与 {first.id!r}）"
                 problems.append(f"第 {row_no} 行：学生 id 重复（duplicate id）{sid!r}，与第 {first.row} 行{same}")
                 continue
-            student = Student(sid, name, row_no)
+            more = {c: row[k].strip() if k < len(row) else "" for c, k in extra.items()}
+            student = Student(sid, name, row_no, **more)
             seen[folded] = student
             students.append(student)
     except csv.Error as exc:
