@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from shardlab import check, units
-from shardlab.exercise import answers
+from shardlab import units
+from shardlab.exercise import answers, judge
 
 ROOT = Path(__file__).resolve().parent.parent
 CH05 = ROOT / "book" / "ch05_collectives.md"
@@ -117,9 +117,9 @@ def test_exercise_statements_carry_their_assumptions():
 def test_p3_consistent_splitter_passes_and_the_mixed_convention_is_named():
     spec = answers.get("ch05-p3-fn")
     consistent = lambda n, bi: (n * n // 4) / (n * (n - 1)) if bi else 0.5  # noqa: E731
-    assert check.judge_function(spec, consistent).ok
+    assert judge.judge_function(spec, consistent).ok
     mixed = lambda n, bi: ((n * n // 4) / n**2) / ((n // 2) / n) / 2 if bi else 0.5  # noqa: E731
-    verdict = check.judge_function(spec, mixed)
+    verdict = judge.judge_function(spec, mixed)
     assert not verdict.ok and "正文的约定" in verdict.message
 
 
@@ -128,14 +128,14 @@ def test_p5_other_valid_models_are_named():
     v = 2 * 7e9
     eight_rail = 2 * v * 63 / 64 / 400e9
     assert math.isclose(eight_rail, 68.9e-3, rel_tol=1e-3)
-    message = check.evaluate("ch05-p5-64", eight_rail).message
+    message = judge.evaluate("ch05-p5-64", eight_rail).message
     assert "8 轨环" in message and "大 N" in message
     assert "(N-1)/N" not in message.split("也可能是")[0].split("8 轨环")[0]  # 不再误报“用了大 N 极限”
-    assert "一块 50 GB/s 网卡" in check.evaluate("ch05-p5-64", 2 * v * 63 / 64 / 50e9).message
-    assert check.evaluate("ch05-p5-64", right).ok
+    assert "一块 50 GB/s 网卡" in judge.evaluate("ch05-p5-64", 2 * v * 63 / 64 / 50e9).message
+    assert judge.evaluate("ch05-p5-64", right).ok
 
 
 def test_p7_time_counts_one_allreduce():
     right = answers.expected_value("ch05-p7-decode-time")
-    assert "每层两次" in check.evaluate("ch05-p7-decode-time", 2 * right).message
-    assert "80 层 × 2 次" in check.evaluate("ch05-p7-decode-time", 160 * right).message
+    assert "每层两次" in judge.evaluate("ch05-p7-decode-time", 2 * right).message
+    assert "80 层 × 2 次" in judge.evaluate("ch05-p7-decode-time", 160 * right).message

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shardlab import check
-from shardlab.exercise import answers
+from shardlab.exercise import answers, judge
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = ROOT / "book" / "ch06_sharded_matmul.md"
@@ -112,8 +111,8 @@ def test_p5_book_convention_is_not_called_a_bf16_slip():
     spec = answers.get("ch06-p5-t-comms")
     book = 2 * v / (2 * 2 * V5E_W1)
     assert book == pytest.approx(23.3e-6, rel=0.01)
-    verdict = check.judge_value(spec, book, right)
+    verdict = judge.judge_value(spec, book, right)
     assert not verdict.ok
     assert "大 N 极限" in verdict.message and "bf16" not in verdict.message
-    assert check.judge_value(spec, right, right).ok
-    assert "bf16" in check.judge_value(spec, right / 2, right).message
+    assert judge.judge_value(spec, right, right).ok
+    assert "bf16" in judge.judge_value(spec, right / 2, right).message

@@ -30,6 +30,7 @@ from grading import (
     ch05_ids,
     render_tokens,
     sandboxes,
+    wait_for,
 )
 
 from shardlab import untrusted
@@ -434,3 +435,30 @@ def test_once_interrupted_the_grader_ignores_ctrl_c_while_it_exits():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.split() == ["True", "True"], proc.stderr
     assert proc.returncode == 130
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="要以 root 换 uid")
+def test_sandbox_uids_never_belong_to_someone_else(monkeypatch, tmp_path):
+    """评完一份会以沙箱的 uid 杀掉它的全部进程：随机 uid 碰上正在运行的进程（或 /etc/passwd 里的用户）时换一个"""
+    busy = 250_123
+    proc = subprocess.Popen(["setpriv", f"--reuid={busy}", f"--regid={busy}", "--clear-groups", "--", "sleep", "30"])
+    try:
+        wait_for(lambda: bool(sandbox.uid_processes(busy)), 10)
+        picks = iter([busy - sandbox.UID_RANGE[0], 7])
+        monkeypatch.setattr(sandbox.secrets, "randbelow", lambda n: next(picks))
+        assert sandbox.free_uid() == sandbox.UID_RANGE[0] + 7  # 以前：直接用了 250123，评完把那个 sleep 一起杀了
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="要以 root 换 uid")
+def test_uid_mode_probe_says_when_the_student_uid_cannot_run_python(tmp_path, monkeypatch):
+    staged = sandbox.stage_library(tmp_path / "stage" / "lib")
+    hidden = tmp_path / "private"
+    hidden.mkdir(mode=0o700)
+    (hidden / "python").symlink_to(sys.executable)
+    monkeypatch.setattr(sandbox.sys, "executable", str(hidden / "python"))
+    problem = sandbox.Sandbox(staged, sandbox.Limits(), mode="uid", workdir=tmp_path).probe()
+    assert problem and "运行不了" in problem and "o+x" in problem  # 以前：每份提交都“评分进程崩溃（退出码 126）”、0 分

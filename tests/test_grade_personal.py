@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from grading import render_tokens  # tests/grading.py
 
-from shardlab.exercise import answers, roster, variants
+from shardlab.exercise import answers, problems, roster, variants
 from shardlab.exercise.judge import WRONG, judge_value
 from shardlab.grade import cli, folder, identify, integrity, judge, outputs, personal, report, status
 from shardlab.grade.key import AnswerKey, registry_key
@@ -196,9 +196,7 @@ def test_a_wrong_key_is_noticed_before_anything_is_written(tmp_path, capsys):
             "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
     assert cli.main([*args, "--secret-file", str(wrong)]) == 2
     err = capsys.readouterr().err
-    assert (
-        "密钥不对？" in err and "4 份带参数单元的提交里有 4 份" in err
-    )  # 以前：rc 0，全班 4–11 分，诚实的学生被当成抄袭
+    assert "密钥不对？4 名学生自己的第 5 章笔记本里，有 4 名" in err  # 以前：rc 0，全班 4–11 分，诚实的被当成抄袭
     assert not (tmp_path / "out").exists()
 
 
@@ -273,7 +271,11 @@ def test_ta_files_are_private(tmp_path):
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("problem,weight\nch05-p99,2\n", "未知的答案 id"), ("problem,weight\nch05-p1a,-1\n", "非负"), ("a,b\n", "表头")],
+    [
+        ("problem,weight\nch05-p99,2\n", "未知的答案 id"),
+        ("problem,weight\nch05-p1a,-1\n", "0 到 1000"),
+        ("a,b\n", "表头"),
+    ],
 )
 def test_bad_weights_are_reported(tmp_path, text, message):
     path = tmp_path / "w.csv"
@@ -312,6 +314,8 @@ def test_class_with_own_answers_scores_full_and_copying_is_evidence_for_the_ta(t
     assert {r["status"] for r in rows if r["roster_id"] in ("s000", "s001", "s003") and r["counted"] == "yes"} == {
         status.CORRECT
     }  # s001 的真文件计入，别人放的那份评了但不计入（以前：两份都不评）
+    feedback = (out / "feedback" / "s001.md").read_text(encoding="utf-8")  # 交了两个文件：这是计入的那一份
+    assert "你交了 2 个文件：计入成绩的是" in feedback
     wide = {r["id"]: r for r in csv.DictReader((out / "grades_wide.csv").open(encoding="utf-8-sig"))}
     n = len(answers.chapter_answers("ch05"))
     assert [wide[s]["total"] for s in ("s000", "s001", "s003")] == [str(n)] * 3
@@ -322,7 +326,9 @@ def test_class_with_own_answers_scores_full_and_copying_is_evidence_for_the_ta(t
     assert [(r["student"], r["source"]) for r in flagged] == [("s002", "s000")]
     ta = list(csv.DictReader((out / "ta" / "answers.csv").open(encoding="utf-8-sig")))  # 助教答复申诉用的记录
     assert any(r["student"] == "s002" and r["same_as"] == "s000" and r["submitted"] != r["expected"] for r in ta)
-    assert all(float(r["submitted"]) == float(r["expected"]) for r in ta if r["student"] == "s000")
+    mine = [r for r in ta if r["student"] == "s000" and r["expected"]]  # 数值题（函数题没有单一的参考值）
+    n_values = sum(a.kind == "value" for a in answers.chapter_answers("ch05"))
+    assert len(mine) == n_values and all(float(r["submitted"]) == float(r["expected"]) for r in mine)
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "notes.txt" in summary and "需要核对的提交" in summary
     doc = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))
@@ -391,3 +397,113 @@ def test_gitignore_keeps_keys_rosters_and_grades_out_of_the_repository():
     assert sorted(proc.stdout.split()) == sorted(paths)
     kept = subprocess.run(["git", "check-ignore", "--no-index", "lib/shardlab/exercise/variants.py"], cwd=ROOT)
     assert kept.returncode == 1  # 库的源码不被忽略
+
+
+# ---- 红队发现的问题 ----
+class _Peek:
+    def __init__(self, chapter, student, sources, tag=None):
+        self.chapter, self.student, self.param_sources, self.tag = chapter, student, sources, tag
+
+
+def _found(sid, rel, chapter, params, tag=None, student=None):
+    cell = "# 题目参数\n" + "\n".join(f"{k} = {v!r}" for k, v in params.items())
+    f = folder.Found(Path(rel), rel, rel.encode(), sid.encode(), sid, roster_id=sid)
+    f.peek = _Peek(chapter, student or sid, [cell], tag)
+    f.written_params = problems.written(f"ch{chapter:02d}", f.peek.param_sources) if chapter == 5 else None
+    return f
+
+
+def _issued(students, assignment="ch05"):
+    ids = [s.id for s in students]
+    drawn = variants.for_class(SECRET, assignment, ids)
+    tags = {sid: variants.sign(variants.tag_key(SECRET, assignment, sid), p) for sid, p in drawn.items()}
+    return drawn, tags
+
+
+def test_one_students_edited_copies_or_other_chapters_never_stop_the_class():
+    key = personal.PersonalKey.build(_published_key(), STUDENTS[:4], SECRET, ("ch05",))
+    drawn, tags = _issued(STUDENTS[:4])
+    found = [_found(s.id, f"{s.id}.ipynb", 5, drawn[s.id], tags[s.id]) for s in STUDENTS[:3]]
+    for k in range(5):  # s4 交了 5 份改过参数的副本（以前：按文件数，“密钥不对？”，全班都不评）
+        found.append(_found("s4", f"s4/c{k}.ipynb", 5, {**drawn["s4"], "B": 70 + k}, tags["s4"]))
+    problem, notes = personal.reconcile(found, key, "ch05")
+    assert problem is None and notes == []
+    wrong_chapter = [_found(s.id, f"{s.id}.ipynb", 5, drawn[s.id], tags[s.id]) for s in STUDENTS[:4]]
+    key6 = personal.PersonalKey.build(_published_key(), STUDENTS[:4], SECRET, ("ch06",))
+    assert personal.reconcile(wrong_chapter, key6, "ch06") == (None, [])  # 以前：--chapter 6 说“密钥不对？”
+
+
+def test_a_wrong_key_still_stops_and_a_huge_number_does_not_crash():
+    drawn, tags = _issued(STUDENTS[:4])
+    wrong = personal.PersonalKey.build(_published_key(), STUDENTS[:4], b"another secret of 32 bytes......", ("ch05",))
+    found = [_found(s.id, f"{s.id}.ipynb", 5, drawn[s.id], tags[s.id]) for s in STUDENTS[:4]]
+    problem, _ = personal.reconcile(found, wrong, "ch05")
+    assert problem and problem.startswith("密钥不对？4 名学生")
+    huge = problems.written("ch05", ["# 题目参数\nB = 1" + "0" * 400])  # 以前：OverflowError 让整批评分退出
+    assert isinstance(huge["B"], str) and problems.from_cells("ch05", ["# 题目参数\nB = 1" + "0" * 400])["B"] == 1024
+
+
+def test_a_deleted_roster_row_is_noticed_and_nobody_is_graded_against_numbers_they_never_got():
+    students = [roster.Student(f"t{k:02d}", f"学生{k}", k + 2) for k in range(30)]
+    drawn, tags = _issued(students)
+    for gone in students:  # 教师删掉了一个退课学生的那一行：找一行删掉后会改变后面的人的数的
+        later = [s for s in students if s is not gone]
+        key = personal.PersonalKey.build(_published_key(), later, SECRET, ("ch05",))
+        moved = [s.id for s in later if key.params[s.id]["ch05"] != drawn[s.id]]
+        if moved:
+            break
+    assert moved, "删掉哪一行都不改变任何人的数：换一个密钥"
+    found = [_found(s.id, f"{s.id}.ipynb", 5, drawn[s.id], tags[s.id]) for s in later]
+    problem, notes = personal.reconcile(found, key, "ch05")
+    assert problem is None and all(sid in notes[0] for sid in moved)  # 以前：不声不响，这几个人按没发给他们的数评分
+    for sid in moved:
+        assert key.params[sid]["ch05"] == drawn[sid]
+        spec = answers.get("ch05-p1a")
+        assert key.entry(spec.id, sid)["value"] == spec.value(drawn[sid])
+    forged = [_found("t02", "t02.ipynb", 5, {**drawn["t02"], "B": 7168}, tags["t02"])]  # 改了参数，签名对不上
+    key2 = personal.PersonalKey.build(_published_key(), students, SECRET, ("ch05",))
+    assert personal.reconcile(forged, key2, "ch05")[1] == [] and key2.params["t02"]["ch05"] == drawn["t02"]
+
+
+def test_duplicate_lms_ids_and_emails_are_roster_errors():
+    with pytest.raises(roster.RosterError, match="lms_id '5000' 与第 2 行相同"):
+        roster.parse("id,name,lms_id\na,A,5000\nb,B,5000\n")
+    with pytest.raises(roster.RosterError, match="email"):
+        roster.parse("id,name,email\na,A,X@u.edu\nb,B,x@u.edu\n")
+
+
+def test_output_directory_of_another_chapter_or_with_planted_links_is_refused(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "gradebook.json").write_text(json.dumps({"meta": {"chapter": 5}}), encoding="utf-8")
+    with pytest.raises(cli.UsageError, match="第 5 章的成绩"):
+        cli._check_out(out, 6)
+    cli._check_out(out, 5)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("重要", encoding="utf-8")
+    (out / ".lock").symlink_to(victim)
+    with pytest.raises(cli.UsageError, match="符号链接"):
+        cli._check_out(out, 5)
+    with pytest.raises(cli.UsageError, match="符号链接"):
+        cli._lock(out)
+    assert victim.read_text(encoding="utf-8") == "重要"  # 以前：锁文件跟着链接，把它改成了 pid
+    (out / ".lock").unlink()
+    (out / "ta").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(cli.UsageError, match="符号链接"):
+        cli._check_out(out, 5)
+
+
+def test_weights_are_bounded_and_belong_to_the_chapter(tmp_path):
+    path = tmp_path / "w.csv"
+    path.write_text("problem,weight\nch05-p1a,1e308\n", encoding="utf-8")
+    with pytest.raises(outputs.WeightsError, match="0 到 1000"):
+        outputs.read_weights(path)
+    with pytest.raises(cli.UsageError, match="别的章的题：ch06-p1"):
+        cli._check_weights({"ch05-p1a": 2.0, "ch06-p1": 5.0}, 5)
+
+
+def test_a_repetitive_key_is_refused(tmp_path):
+    weak = tmp_path / "k"
+    weak.write_bytes(b"a" * 16)
+    with pytest.raises(ValueError, match="种不同的字节"):
+        variants.read_secret(weak)

@@ -58,6 +58,22 @@ def test_transform_joins_softbreak_nodes_but_not_literals():
     assert literal.astext() == "代码。\n保持"
 
 
+def test_transform_removes_the_right_softbreak_when_a_paragraph_has_several():
+    """Text 节点按字符串比较相等：以前删掉的是同一段里第一个 "\n"（那一个本该留着），该删的反而留下了"""
+    doc = _doc("占位\n")
+    para = doc.next_node(nodes.paragraph)
+    para.children = []
+    para += [
+        nodes.Text("数组"),
+        nodes.Text("\n"),
+        nodes.Text("AllGather 之后。"),
+        nodes.Text("\n"),
+        nodes.Text("下一句"),
+    ]
+    site_zh.JoinCjkLines(doc).apply()
+    assert para.astext() == "数组\nAllGather 之后。下一句"
+
+
 def test_sections_get_readable_stable_ids():
     from docutils.core import publish_doctree
 

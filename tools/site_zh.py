@@ -82,11 +82,12 @@ class JoinCjkLines(Transform):
             if parent is None or "\n" not in text or _inside(parent, _SKIP):
                 continue
             if not text.strip():
-                i = parent.index(node)
+                # 按身份找位置：Text 按字符串比较相等，parent.index / parent.remove 会找到同一段里第一个 "\n"
+                i = next(k for k, child in enumerate(parent.children) if child is node)
                 before = next((t[-1] for t in (c.astext() for c in reversed(parent[:i])) if t), "")
                 after = next((t[0] for t in (c.astext() for c in parent[i + 1 :]) if t), "")
                 if before and after and join_cjk_lines(before + "\n" + after) == before + after:
-                    parent.remove(node)
+                    del parent[i]
                 continue
             new = join_cjk_lines(text)
             if new != text:

@@ -58,13 +58,14 @@ def _note(kind: str, student: roster.Student, params: dict) -> str:
     )
 
 
-def _render(nb, assignment: str, kind: str, student: roster.Student, params: dict) -> str:
+def _render(nb, assignment: str, kind: str, student: roster.Student, params: dict, tag: str) -> str:
+    """tag：这组参数的签名（variants.sign）；评分器用它确认参数单元里的数是这个密钥发给这个学生的"""
     out = personalize(nb, assignment, params, note=_note(kind, student, params))
     if (out.nbformat, out.nbformat_minor) >= (4, 5):
         out.cells[1]["id"] = "shardlab-personal-note"  # 固定的 id：两次运行逐字节相同
     else:
         out.cells[1].pop("id", None)  # nbformat 4.4 的单元没有 id
-    out.metadata["shardlab"] = {"assignment": assignment, "student": student.id, "kind": kind}
+    out.metadata["shardlab"] = {"assignment": assignment, "student": student.id, "kind": kind, "tag": tag}
     return nbformat.writes(out) + "\n"
 
 
@@ -122,10 +123,11 @@ def plan(students, secret: bytes, course: Path, assignments, solutions: bool) ->
         for assignment in assignments:
             params = drawn[assignment][student.id]
             record[student.id][assignment] = params
+            tag = variants.sign(variants.tag_key(secret, assignment, student.id), params)
             for kind in kinds:
                 name = f"{assignment}_{kind}.ipynb"
                 try:
-                    text = _render(sources[assignment, kind], assignment, kind, student, params)
+                    text = _render(sources[assignment, kind], assignment, kind, student, params, tag)
                 except PersonalizeError as exc:
                     raise AssignError(f"{name}：{exc}") from None
                 files[Path(student.id) / name] = (text, PUBLIC_MODE if kind == "exercises" else SECRET_MODE)

@@ -369,9 +369,15 @@ def _coerce_number(template, value):
         return None if any(v is None for v in out.values()) else out
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
+    try:  # 笔记本里可能写着几百位的整数：float() 溢出就不是这个参数能取的值
+        number = float(value)
+    except OverflowError:
+        return None
+    if not math.isfinite(number) or number <= 0:
+        return None
     if isinstance(template, int):
-        return int(value) if math.isfinite(value) and float(value).is_integer() and value > 0 else None
-    return float(value) if math.isfinite(value) and value > 0 else None
+        return int(value) if number.is_integer() else None
+    return number
 
 
 def from_values(assignment: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -407,5 +413,5 @@ def written(assignment: str, sources) -> dict[str, Any]:
     for p in params_of(assignment):
         if p.name in found:
             value = coerce(p, found[p.name])
-            out[p.name] = value if value is not None else found[p.name]
+            out[p.name] = value if value is not None else f"{found[p.name]!r:.40}"  # 不是这个参数能取的值：只留个说法
     return out

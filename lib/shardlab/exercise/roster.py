@@ -61,6 +61,18 @@ def id_problem(sid: str) -> str | None:
     return None
 
 
+def _duplicate_contact(more: dict[str, str], contacts: dict, row_no: int) -> str:
+    """lms_id 与 email 也要各不相同：评分器按它们认 LMS 下载的文件，两个人共用一个就会把一个人的作业算给另一个人"""
+    for column, value in more.items():
+        key = (column, value.casefold())
+        if not value:
+            continue
+        if key in contacts:
+            return f"第 {row_no} 行：{column} {value!r} 与第 {contacts[key]} 行相同（duplicate {column}）"
+        contacts[key] = row_no
+    return ""
+
+
 def parse(text: str, source: str = "花名册") -> list[Student]:
     """解析花名册文本；有任何问题时抛出 RosterError，一次列出全部问题"""
     text = text.lstrip("\ufeff")  # Excel 存的 UTF-8 CSV 带 BOM
@@ -80,7 +92,7 @@ def parse(text: str, source: str = "花名册") -> list[Student]:
         )
     i_id, i_name = cols.index("id"), cols.index("name")
     extra = {c: cols.index(c) for c in OPTIONAL if c in cols}
-    problems, students, seen = [], [], {}
+    problems, students, seen, contacts = [], [], {}, {}
     try:
         for row_no, row in enumerate(reader, start=2):
             if not any(cell.strip() for cell in row):
@@ -104,6 +116,10 @@ def parse(text: str, source: str = "花名册") -> list[Student]:
                 problems.append(f"第 {row_no} 行：学生 id 重复（duplicate id）{sid!r}，与第 {first.row} 行{same}")
                 continue
             more = {c: row[k].strip() if k < len(row) else "" for c, k in extra.items()}
+            dup = _duplicate_contact(more, contacts, row_no)
+            if dup:
+                problems.append(dup)
+                continue
             student = Student(sid, name, row_no, **more)
             seen[folded] = student
             students.append(student)

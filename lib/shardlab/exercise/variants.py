@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import json
 import os
 import random
 from collections.abc import Mapping, Sequence
@@ -30,12 +31,14 @@ DOMAIN = b"shardlab-variant/v2"
 MAX_TRIES = 10_000  # 一次抽取里最多重抽几次
 STUCK_AFTER = 20  # 同一道题连着重抽这么多次仍不行，就把它前面的题的参数也重抽
 MAX_ATTEMPTS = 2_000  # 全班分配时一个学生最多抽几次
+TAG_DOMAIN = b"shardlab-params-tag/v1"
 MAX_CLASS = 300
 # 任意两名学生共有的随参数变化的答案数上限（两章各 14 个随参数变化的数值答案）。
 # 有几个答案天生只有三四种取值（受延迟限制的时间只取决于轴长或 TP；问题 8 不需要通信的方案答案是 0），
 # 所以 300 人的班级做不到 10%：这是 benchmarks/integrity_bench.py 在 300 人上实测能稳定满足的上限
 MAX_SHARED = {"ch05": 5, "ch06": 6}
 MIN_SECRET_BYTES = 16
+MIN_DISTINCT_BYTES = 8  # 32 个随机字节通常有 30 种左右
 SECRET_BYTES = 32
 
 
@@ -166,6 +169,29 @@ def for_roster(secret: bytes, students: Sequence[str]) -> dict[str, dict[str, di
     return {sid: {a: per[a][sid] for a in problems.ASSIGNMENTS} for sid in students}
 
 
+# ---- 参数的签名：笔记本里的参数确实是这个密钥发给这个学生的 ----
+def tag_key(secret: bytes, assignment: str, student: str) -> bytes:
+    """给一个学生的一章签名用的子密钥；只能为这个学生的这一章签名（Gradescope 的 zip 里带它，不带教师密钥）"""
+    fields = (assignment.encode("utf-8"), student.encode("utf-8"))
+    msg = TAG_DOMAIN + b"".join(len(f).to_bytes(4, "big") + f for f in fields)
+    return hmac.new(secret, msg, hashlib.sha256).digest()
+
+
+def canonical(params: Mapping[str, Any]) -> bytes:
+    """一组参数的规范写法（元组与列表一样）"""
+    return json.dumps(params, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def sign(key: bytes, params: Mapping[str, Any]) -> str:
+    """参数的签名（32 个十六进制字符）：``shardlab-assign`` 写进笔记本的元数据"""
+    return hmac.new(key, canonical(params), hashlib.sha256).hexdigest()[:32]
+
+
+def verify(key: bytes, params: Mapping[str, Any], tag) -> bool:
+    """tag 是不是 key 对 params 的签名（常数时间比较）"""
+    return isinstance(tag, str) and hmac.compare_digest(sign(key, params), tag)
+
+
 # ---- 教师密钥 ----
 def read_secret(path) -> bytes:
     """读教师密钥文件（任意字节，至少 16 个）；太短或空是错误"""
@@ -177,6 +203,11 @@ def read_secret(path) -> bytes:
         raise ValueError(
             f"密钥文件（secret file）{path} 只有 {len(data.strip())} 个字节，至少要 {MIN_SECRET_BYTES} 个："
             "日期、学号这样的短字符串几秒钟就能被猜出来。请用 shardlab-assign --new-secret 文件 生成一个"
+        )
+    if len(set(data.strip())) < MIN_DISTINCT_BYTES:
+        raise ValueError(
+            f"密钥文件（secret file）{path} 只用了 {len(set(data.strip()))} 种不同的字节（像 aaaa… 或 1212…），很容易猜出来；"
+            "请用 shardlab-assign --new-secret 文件 生成一个随机的"
         )
     return data
 

@@ -125,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         base_key = load_key(args.key, course)
         args.personal = _personal(args)
         args.weight_map = outputs.read_weights(args.weights)
+        args.roster_notes = []
         orders = {
             ch: inject.exercise_order(course.exercise(ch), ch)
             for ch in sorted({a.chapter for a in answers.ANSWERS.values()})
@@ -141,13 +142,16 @@ def main(argv: list[str] | None = None) -> int:
             args.personal.key = personal.PersonalKey.build(
                 base_key, args.personal.students, args.personal.secret, (assignment,)
             )
-            key = args.personal.key
             for f in found.found:
                 f.written_params = problems.written(assignment, f.peek.param_sources) if f.peek else None
-            problem = personal.check_notebooks(found.found, key, assignment)
+            problem, args.roster_notes = personal.reconcile(found.found, args.personal.key, assignment)
             if problem:
                 raise UsageError(problem)
+            key = args.personal.key  # reconcile 可能按签名改了几个学生的参数，指纹也跟着变
             _assign_ids(found)
+        if chapter is not None:
+            _check_weights(args.weight_map, chapter)
+        _check_out(args.out, chapter)
     except (CourseError, AnswerKeyError, inject.CourseOrderError, UsageError, roster.RosterError, ValueError,
             variants.VariantError) as exc:  # fmt: skip
         return _fail(str(exc))
@@ -164,6 +168,33 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc))
     finally:
         lock.close()
+
+
+def _check_weights(weights: dict[str, float], chapter: int) -> None:
+    other = sorted(pid for pid in weights if answers.get(pid).chapter != chapter)
+    if other:
+        raise UsageError(f"权重文件（--weights）里有别的章的题：{'、'.join(other)}；这次评第 {chapter} 章")
+
+
+OUT_DIRS = ("results", "feedback", outputs.TA_DIR, WORK)
+
+
+def _check_out(out: Path, chapter: int | None) -> None:
+    """输出目录：里面的子目录与锁不能是符号链接（别人放的链接会把结果引到别处）；以前评的是另一章时拒绝（每章一个输出目录）"""
+    for name in (*OUT_DIRS, LOCK):
+        path = out / name
+        if path.is_symlink() or (path.exists() and name != LOCK and not path.is_dir()):
+            raise UsageError(f"输出目录里的 {path} 是符号链接或不是目录：不往里写，请删掉它，或换一个 --out")
+    try:
+        meta = json.loads((out / "gradebook.json").read_text(encoding="utf-8")).get("meta", {})
+    except (OSError, ValueError, AttributeError):
+        return
+    before = meta.get("chapter") if isinstance(meta, dict) else None
+    if chapter is not None and isinstance(before, int) and before != chapter:
+        raise UsageError(
+            f"输出目录 {out} 里是第 {before} 章的成绩，这次评第 {chapter} 章：每章用一个输出目录（换一个 --out），"
+            "不然两章的结果和反馈会混在一起"
+        )
 
 
 def _personal(args) -> Personal | None:
@@ -232,7 +263,11 @@ def _assign_ids(found: Scan) -> None:
 
 def _lock(out: Path):
     """输出目录的锁：同一个输出目录同时只能有一个评分器（进程结束时锁自动释放，哪怕是被杀掉的）"""
-    f = open(out / LOCK, "a+", encoding="utf-8")  # noqa: SIM115  锁要一直拿到运行结束
+    try:
+        fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o640)
+    except OSError as exc:
+        raise UsageError(f"打不开输出目录的锁 {out / LOCK}（{exc.strerror}）：它是符号链接吗？请删掉它") from None
+    f = os.fdopen(fd, "a+", encoding="utf-8")  # noqa: SIM115  锁要一直拿到运行结束；不跟随符号链接
     try:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -373,11 +408,14 @@ def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interr
             "personal_variants": args.personal is not None,
             "weights": args.weight_map,
             "selection_rule": SELECTION_RULE,
+            "roster_notes": args.roster_notes,
         }
         if removed:
             meta["cleaned_up"] = removed
         for item in found.ignored:
             print(f"评分器：忽略 {terminal(item['file'])}：{item['reason']}", file=sys.stderr)
+        for note in args.roster_notes:
+            print(f"评分器：{note}", file=sys.stderr)
         return _run(found.found, ctx, out, args, meta)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -502,6 +540,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     meta["interrupted"] = interrupted
     select_counted(list(results.values()))
     _write_gradebook(out, results, meta)
+    _feedback_per_student(out, list(results.values()))
     ignored = [(i["file"], i["reason"]) for i in meta["ignored"]]
     students = args.personal.students if args.personal else None
     try:
@@ -511,7 +550,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
             evidence = integrity.analyze(counted, args.personal.key.values, f"ch{ctx.chapter:02d}")
         overview = outputs.write_all(
             out, list(results.values()), students, ctx.chapter, ignored, report.atomic_write,
-            args.canvas_column, args.weight_map, evidence,
+            args.canvas_column, args.weight_map, evidence, meta.get("roster_notes", []),
         )  # fmt: skip
     except Exception as exc:  # noqa: BLE001  汇总写不出来不影响已经写出的成绩册
         overview = f"评分器：写汇总（grades_wide.csv、canvas.csv、summary.md、ta/）失败：{terminal(exc)}"
@@ -530,6 +569,24 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         print("评分被中断：已评的结果都已保存，再运行一次会接着评剩下的", file=sys.stderr)
         return 130
     return 0
+
+
+def _feedback_per_student(out: Path, results: list[dict]) -> None:
+    """同一个学生有几份提交时，``feedback/<学生 id>.md`` 是计入成绩的那一份的反馈，并列出别的文件"""
+    groups: dict[str, list[dict]] = {}
+    for r in results:
+        if r.get("roster_id"):
+            groups.setdefault(r["roster_id"], []).append(r)
+    for sid, group in groups.items():
+        counted = [r for r in group if r.get("counted")]
+        if len(group) < 2 or not counted:
+            continue
+        others = "、".join(f"{r['file']}（{r['points']:g} 分）" for r in group if r is not counted[0])
+        note = f"你交了 {len(group)} 个文件：计入成绩的是 {counted[0]['file']}（总分最高），另外的 {others} 也评了"
+        try:
+            report.write_feedback(out, {**counted[0], "student": sid, "notes": [note, *counted[0].get("notes", [])]})
+        except Exception as exc:  # noqa: BLE001
+            print(f"评分器：写 {terminal(sid)} 的反馈失败：{terminal(exc)}", file=sys.stderr)
 
 
 def _write_gradebook(out: Path, results: dict[str, dict], meta: dict) -> None:

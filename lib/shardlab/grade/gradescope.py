@@ -13,6 +13,9 @@
 笔记本跑完后，这个用户的每一个进程都被杀掉并等到一个不剩，评分器之后才（原子地）写 ``results.json``；
 结果目录属于 root，学生的进程本来也写不进去。
 
+**花名册改过也不冤枉人。** 个人版的元数据里有参数的签名（``variants.sign``）；zip 里带着每人这一章的签名子密钥
+（``grader/tags.json``，只能验证、推不出教师密钥）。笔记本里的参数与 zip 里的不同、但签名对得上时，按笔记本里的数评分。
+
 **一个 zip 只评一章**（``--chapter`` 必须给）：别的章的笔记本得 0 分并说明原因，满分仍是这一章的满分。
 
 **选哪个文件。** ``submission/`` 下所有 ``.ipynb``，不看以 ``.`` 开头的（``.ipynb_checkpoints``、macOS 的 ``._x``）
@@ -40,7 +43,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from shardlab.exercise import answers, roster, variants
+from shardlab.exercise import answers, problems, roster, variants
 from shardlab.grade import inject, judge, outputs, personal, report
 from shardlab.grade import status as st
 from shardlab.grade.course import Course, CourseError
@@ -108,6 +111,9 @@ def build_zip(
     secret = variants.read_secret(secret_file)
     students = roster.read(roster_file)
     weights = outputs.read_weights(weights_file)
+    other = sorted(pid for pid in weights if answers.get(pid).chapter != chapter)
+    if other:
+        raise GradescopeError(f"权重文件（--weights）里有别的章的题：{'、'.join(other)}；这个 zip 是第 {chapter} 章的")
     key = load_key(None, course)
     assignment = f"ch{chapter:02d}"
     drawn = variants.for_class(secret, assignment, [s.id for s in students])
@@ -128,7 +134,11 @@ def build_zip(
         f"{PRIVATE}/roster.json": json.dumps(people, ensure_ascii=False).encode(),
         f"{PRIVATE}/variants.json": json.dumps(
             {sid: {assignment: p} for sid, p in drawn.items()}, ensure_ascii=False, sort_keys=True
-        ).encode(),  # fmt: skip
+        ).encode(),
+        # 每人这一章的签名子密钥：容器里能确认笔记本里的参数是当初发给这个学生的（花名册后来改过时），推不出教师密钥
+        f"{PRIVATE}/tags.json": json.dumps(
+            {s.id: variants.tag_key(secret, assignment, s.id).hex() for s in students}, sort_keys=True
+        ).encode(),
     }
     for path in sorted(PACKAGE.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
@@ -311,9 +321,17 @@ def run(root: Path) -> dict:
         return _fail(root, f"评分器不能安全地运行你的笔记本（{isolation}）：这不是你的错，请告诉教师")
     assignment = f"ch{chapter:02d}"
     variants_doc = json.loads((private / "variants.json").read_text(encoding="utf-8"))
+    tags = json.loads((private / "tags.json").read_text(encoding="utf-8"))
+    tag_keys = {s: {assignment: bytes.fromhex(h)} for s, h in tags.items()}
     students = [roster.Student(p["id"], "", 0) for p in people]
     base = read_key(private / "answer_key.json")
-    key = personal.PersonalKey.build(base, students, None, (assignment,), variants_doc, int(config["seed"]))
+    key = personal.PersonalKey.build(base, students, None, (assignment,), variants_doc, int(config["seed"]), tag_keys)
+    issued_note = ""
+    if peek is not None and peek.chapter == chapter:
+        written = problems.written(assignment, peek.param_sources)
+        if written != key.params[sid][assignment] and key.authentic(sid, assignment, written, peek.tag):
+            key.issue(sid, assignment, dict(written))  # 花名册在生成个人版之后改过：按当初发给这个学生的数评分
+            issued_note = "按你的笔记本里（由教师的密钥生成、签名对得上）的题目参数评分"
     weights = {k: float(v) for k, v in (config.get("weights") or {}).items()}
     try:
         res = _grade(root, path, sid, chapter, key, int(config["seed"]), weights, mode, uid, source)
@@ -321,7 +339,7 @@ def run(root: Path) -> dict:
         return _fail(root, f"评分器不能安全地运行你的笔记本（{exc}）：这不是你的错，请告诉教师")
     if uid is not None:
         reap_uid(uid)  # 评分器写结果之前，学生的进程一个不剩
-    return _report(root, res, chapter, weights, [f"学号 {sid}，第 {chapter} 章", group_note, file_note,
+    return _report(root, res, chapter, weights, [f"学号 {sid}，第 {chapter} 章", group_note, file_note, issued_note,
                                                    f"隔离：{isolation}"])  # fmt: skip
 
 

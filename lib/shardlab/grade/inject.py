@@ -171,6 +171,7 @@ class Peek:
     student: str | None
     assignment: str | None
     param_sources: list[str]
+    tag: str | None = None  # shardlab-assign 写的参数签名
 
 
 def peek(raw: dict) -> Peek:
@@ -184,11 +185,13 @@ def peek(raw: dict) -> Peek:
         for c in raw["cells"]
         if c.get("cell_type") == "code" and problems.PARAM_TAG in _tags(c) and len(_source(c)) <= MAX_PARAM_SOURCE
     ]
+    tag = info.get("tag")
     return Peek(
         detect_chapter(raw),
         student[:MAX_TAG_CHARS] if isinstance(student, str) and student else None,
-        assignment if isinstance(assignment, str) else None,
+        assignment[:MAX_TAG_CHARS] if isinstance(assignment, str) else None,
         params[:MAX_PARAM_CELLS],
+        tag[:MAX_TAG_CHARS] if isinstance(tag, str) else None,
     )
 
 

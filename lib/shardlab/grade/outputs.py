@@ -28,6 +28,7 @@ from shardlab.grade.integrity import ALPHA, MIN_MATCHES, PUBLISHED, Report
 from shardlab.untrusted import csv_cell, md_code, md_inline
 
 NO_SUBMISSION = "没有提交"
+MAX_WEIGHT = 1000.0
 TA_DIR = "ta"
 TA_MODE = 0o600
 
@@ -62,8 +63,8 @@ def read_weights(path: Path | None) -> dict[str, float]:
             w = float(raw)
         except ValueError:
             w = -1.0
-        if not w >= 0 or w == float("inf"):
-            bad.append(f"第 {n} 行：权重（weight）{raw!r} 不是非负的数")
+        if not 0 <= w <= MAX_WEIGHT:
+            bad.append(f"第 {n} 行：权重（weight）{raw!r} 应当是 0 到 {MAX_WEIGHT:g} 之间的数")
             continue
         weights[pid] = w
     if bad:
@@ -139,10 +140,14 @@ def canvas_csv(table: list[dict], column: str) -> str:
     return csv_text(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column], body)
 
 
-def summary(table: list[dict], results: list[dict], ignored: list[tuple[str, str]], integrity: Report | None) -> str:
+def summary(
+    table: list[dict], results: list[dict], ignored: list[tuple[str, str]], integrity: Report | None, notes=()
+) -> str:
     totals = [r["total"] for r in table]
     maximum = max((r["max"] for r in table), default=0)
     lines = ["# 评分概况", ""]
+    if notes:
+        lines += ["## 给教师的说明", "", *(f"- {md_inline(n)}" for n in notes), ""]
     lines.append(
         f"- 学生：{len(table)} 人；提交：{len(results)} 份（计入成绩的 {sum(r.get('counted', True) for r in results)} 份）"
     )
@@ -255,13 +260,17 @@ def answers_csv(report: Report, names: dict[str, str]) -> str:
     return csv_text(header, body)
 
 
-def write_all(out: Path, results, roster_students, chapter, ignored, write, column=None, weights=None, integrity=None):
+def write_all(
+    out: Path, results, roster_students, chapter, ignored, write, column=None, weights=None, integrity=None, notes=()
+):
     """写出 grades_wide.csv、canvas.csv、summary.md（和有花名册时的 ta/ 三个文件）；write(path, text, mode=None) 是原子写"""
     pids, table = rows(results, roster_students, chapter, weights)
     write(out / "grades_wide.csv", wide_csv(pids, table))
     write(out / "canvas.csv", canvas_csv(table, column or (f"shardlab ch{chapter:02d}" if chapter else "shardlab")))
-    write(out / "summary.md", summary(table, results, ignored, integrity))
+    write(out / "summary.md", summary(table, results, ignored, integrity, notes))
     if integrity is not None:
+        (out / TA_DIR).mkdir(exist_ok=True)
+        (out / TA_DIR).chmod(0o700)
         names = {s.id: s.name for s in roster_students or []}
         write(out / TA_DIR / "answers.csv", answers_csv(integrity, names), TA_MODE)
         write(out / TA_DIR / "integrity.csv", integrity_csv(integrity, names), TA_MODE)

@@ -4,7 +4,8 @@
   参考值由 ``shardlab.exercise.answers`` 现算。发布版的答案表（由解答笔记本算出）照样要读：它核对了参考算法；
 - ``entry(答案 id, 学生 id)`` 给出这个学生的参考值和参数：判定只按这个学生自己的参数（常见失误也按自己的参数认），
   一个不对的答案是不是恰好等于别人的答案，由 ``shardlab.grade.integrity`` 在全班评完之后统计，只写进助教的文件；
-- ``check_notebooks``：笔记本里写的参数与密钥推出的参数对不上的占多数时，多半是密钥或花名册给错了，评分器先停下；
+- ``reconcile``：每个学生自己的笔记本里写的参数与推出的不同、签名（``variants.sign``）也对不上的占多数时，
+  多半是密钥给错了，评分器先停下；签名对得上的（花名册后来改过）按笔记本里的数评分并告诉教师；
 - 函数答案的隐藏输入由密钥决定（``hidden_seed``），不随运行改变，也推不出来。
 """
 
@@ -36,6 +37,7 @@ class PersonalKey(AnswerKey):
     params: dict[str, dict] = field(default_factory=dict)  # 学生 id → {作业: 参数}
     values: dict[str, dict[str, float]] = field(default_factory=dict)  # 学生 id → {答案 id: 参考值}
     published: dict[str, float] = field(default_factory=dict)
+    tag_keys: dict[str, dict[str, bytes]] = field(default_factory=dict)  # 学生 id → {作业: 签名子密钥}
 
     @classmethod
     def build(
@@ -46,8 +48,10 @@ class PersonalKey(AnswerKey):
         assignments=problems.ASSIGNMENTS,
         known: dict[str, dict] | None = None,
         seed: int | None = None,
+        tag_keys: dict[str, dict[str, bytes]] | None = None,
     ) -> PersonalKey:
-        """known：已经分配好的 {学生 id: {作业: 参数}}（Gradescope 的 zip 里带着，容器里没有密钥）"""
+        """known：已经分配好的 {学生 id: {作业: 参数}}；tag_keys：每人每章的签名子密钥（Gradescope 的 zip 里带着这两样，
+        容器里没有教师密钥）"""
         published = {a.id: a.value() for a in answers.ANSWER_LIST if a.kind == "value"}
         for aid, value in published.items():  # 参考算法在发布版上与解答笔记本一致
             entry = base.entries.get(aid)
@@ -74,7 +78,26 @@ class PersonalKey(AnswerKey):
             json.dumps([base.fingerprint, ids, values], sort_keys=True).encode() + salt
         ).hexdigest()[:16]
         names = {s.id: s.name for s in students}
-        return cls(base.entries, digest, names, params, values, published)
+        if tag_keys is None:
+            tag_keys = (
+                {sid: {a: variants.tag_key(secret, a, sid) for a in assignments} for sid in ids} if secret else {}
+            )
+        return cls(base.entries, digest, names, params, values, published, tag_keys)
+
+    def authentic(self, sid: str, assignment: str, written: dict, tag) -> bool:
+        """笔记本参数单元里的参数（一个不缺）是不是这个密钥发给学生 sid 的（shardlab-assign 写的签名对得上）"""
+        key = self.tag_keys.get(sid, {}).get(assignment)
+        names = {p.name for p in problems.params_of(assignment)}
+        return key is not None and set(written) == names and variants.verify(key, written, tag)
+
+    def issue(self, sid: str, assignment: str, params: dict) -> None:
+        """按学生笔记本里（签名对得上的）参数评分：花名册改过之后，推出的参数可能不是当初发给他的"""
+        self.params[sid][assignment] = params
+        self.values[sid].update(
+            {s.id: s.value(params) for s in answers.chapter_answers(assignment) if s.kind == "value"}
+        )
+        changed = hashlib.sha256(f"{self.fingerprint}:{sid}:{variants.canonical(params).decode()}".encode())
+        object.__setattr__(self, "fingerprint", changed.hexdigest()[:16])
 
     def entry(self, answer_id: str, submission: str | None = None) -> dict | None:
         spec = answers.ANSWERS.get(answer_id)
@@ -92,19 +115,48 @@ def params_mismatch(assignment: str, expected: dict, written: dict) -> list[str]
     return [name for name, value in written.items() if name in expected and value != expected[name]]
 
 
-def check_notebooks(found: list, key: PersonalKey, assignment: str) -> str | None:
-    """found 里每份提交（带 roster_id 与 written_params）的参数与密钥推出的对不上的比例；占多数时返回中文说明"""
-    checked = [f for f in found if f.roster_id and f.written_params]
-    bad = [f for f in checked if params_mismatch(assignment, key.params[f.roster_id][assignment], f.written_params)]
-    if len(checked) >= MIN_CHECKED and len(bad) > KEY_MISMATCH_SHARE * len(checked):
+def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | None, list[str]]:
+    """核对每个学生自己的笔记本（这一章、笔记本里写的学生就是他）：(停下的原因 | None, 给教师的说明)
+
+    参数与推出的相同：好。不同，但签名对得上：这个密钥当初发给他的就是这些数（花名册后来改过），按笔记本里的数评分并告诉教师。
+    不同、签名也对不上：这个学生的每个文件都这样时，算“对不上”。对不上的学生超过一半（至少 MIN_CHECKED 人）时停下。
+    """
+    chapter = int(assignment[2:])
+    own: dict[str, list] = {}
+    for f in found:
+        peek = f.peek
+        if not (f.roster_id and f.written_params and peek is not None and peek.chapter == chapter):
+            continue
+        if peek.student is not None and roster.normalize(peek.student) != roster.normalize(f.roster_id):
+            continue  # 拿了别人的笔记本：不是密钥的证据（另有报告）
+        own.setdefault(f.roster_id, []).append(f)
+    bad, reissued = [], []
+    for sid, files in own.items():
+        derived = key.params[sid][assignment]
+        if any(not params_mismatch(assignment, derived, f.written_params) for f in files):
+            continue
+        issued = next((f for f in files if key.authentic(sid, assignment, f.written_params, f.peek.tag)), None)
+        if issued is not None:
+            key.issue(sid, assignment, dict(issued.written_params))
+            reissued.append(sid)
+        else:
+            bad.append((sid, files[0]))
+    notes = []
+    if reissued:
+        notes.append(
+            f"{len(reissued)} 名学生（{'、'.join(reissued[:10])}{'…' if len(reissued) > 10 else ''}）笔记本里的参数与现在的花名册"
+            "推出的不同，但签名表明它们正是这个密钥当初发给他们的：按笔记本里的数评分。花名册在生成个人版之后改过（删了行、"
+            "调换了顺序）？以后请只在末尾加人"
+        )
+    if len(own) >= MIN_CHECKED and len(bad) > KEY_MISMATCH_SHARE * len(own):
         examples = "；".join(
-            f"{f.rel}（{f.roster_id}）的 "
-            + "、".join(params_mismatch(assignment, key.params[f.roster_id][assignment], f.written_params)[:3])
-            for f in bad[:3]
+            f"{f.rel}（{sid}）的 "
+            + "、".join(params_mismatch(assignment, key.params[sid][assignment], f.written_params)[:3])
+            for sid, f in bad[:3]
         )
         return (
-            f"密钥不对？{len(checked)} 份带参数单元的提交里有 {len(bad)} 份的题目参数与这个密钥和花名册推出的不同"
-            f"（例如 {examples}）。请确认 --secret-file 是生成个人版（shardlab-assign）时的那个密钥，"
-            "--roster 是那时的花名册（同样的行、同样的顺序）。什么也没有写。"
-        )
-    return None
+            f"密钥不对？{len(own)} 名学生自己的第 {chapter} 章笔记本里，有 {len(bad)} 名的题目参数既不是这个密钥和花名册推出的，"
+            f"签名也对不上（例如 {examples}）。请确认 --secret-file 是生成个人版（shardlab-assign）时的那个密钥，"
+            "--roster 是那时的花名册。什么也没有写。"
+        ), notes
+    return None, notes

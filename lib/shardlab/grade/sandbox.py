@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import compileall
 import os
+import pwd
 import resource
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -274,7 +276,7 @@ class Sandbox:
     # ---- 运行 ----
     def run(self, graded_notebook: Path) -> RunResult:
         lim = self.limits
-        uid = self.uid if self.uid is not None else 200_000 + secrets.randbelow(100_000)
+        uid = self.uid if self.uid is not None else free_uid()
         with tempfile.TemporaryDirectory(prefix="sbx-", dir=self.workdir) as tmp:
             workdir = Path(tmp)
             if self.mode == "uid":  # 学生的 uid 拥有的私有目录；上级目录只能穿过（0711），看不到别的东西
@@ -340,11 +342,12 @@ class Sandbox:
         """uid 模式下，学生的 uid 能不能运行评分要用的 Python（上级目录不能进入时不能）；能时为 None"""
         if self.mode != "uid":
             return None
-        uid = self.uid if self.uid is not None else 200_000 + secrets.randbelow(100_000)
-        code = "import nbval, shardlab.grade.plugin"
-        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(self.staged.parent), "HOME": "/"}
+        uid = self.uid if self.uid is not None else free_uid()
+        # 与真正评分时同一条路：/bin/sh 再启动 Python（直接 exec 与经过 shell 在路径解析上可能不同）
+        line = f"{shlex.quote(sys.executable)} -c 'import nbval, shardlab.grade.plugin'"
+        env = {**self._env("/"), "PYTHONPATH": str(self.staged.parent)}
         try:
-            proc = subprocess.run([*_setpriv(uid), "--", sys.executable, "-c", code], env=env, cwd="/",
+            proc = subprocess.run([*_setpriv(uid), "--", "/bin/sh", "-c", line], env=env, cwd="/",
                                   capture_output=True, timeout=60)  # fmt: skip
         except (OSError, subprocess.SubprocessError) as exc:
             return f"试运行失败：{exc}"
@@ -364,6 +367,39 @@ class Sandbox:
             procs = list(self._procs)
         for proc in procs:
             _kill_group(proc)
+
+
+UID_RANGE = (200_000, 300_000)  # 随机 uid 的范围；真正用之前确认它没有被占用
+
+
+def _subid_ranges() -> list[tuple[int, int]]:
+    """/etc/subuid 与 /etc/subgid 分出去的 uid 段（无根容器里的进程在宿主上就用这些 uid）"""
+    out = []
+    for path in ("/etc/subuid", "/etc/subgid"):
+        try:
+            lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.strip().split(":")
+            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+                out.append((int(parts[1]), int(parts[1]) + int(parts[2])))
+    return out
+
+
+def free_uid() -> int:
+    """一个没人用的 uid：不在 /etc/passwd 里、不在 subuid / subgid 的段里、此刻没有进程。
+    评完一份会以这个 uid 杀掉它的全部进程，所以绝不能碰上真正的用户"""
+    reserved = _subid_ranges()
+    for _ in range(1000):
+        uid = secrets.randbelow(UID_RANGE[1] - UID_RANGE[0]) + UID_RANGE[0]
+        if any(lo <= uid < hi for lo, hi in reserved) or uid_processes(uid):
+            continue
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
+    raise RuntimeError(f"在 {UID_RANGE} 里找不到没人用的 uid")
 
 
 def _setpriv(uid: int) -> list[str]:

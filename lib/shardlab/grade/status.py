@@ -72,7 +72,7 @@ SUBMISSION_MESSAGES = {
     INVALID_TEXT: "代码单元里有不合法的字符（孤立的代理项 surrogate 或 NUL）：正常保存的笔记本不会这样，请在 Jupyter 里重新保存",
     INVALID_NUMBER: "笔记本里有超出范围的数（位数太多的整数）：正常保存的笔记本不会这样，请在 Jupyter 里重新保存",
     OTHER_CHAPTER: "这是别的章的练习，这次评的不是它；请提交本章的练习",
-    GRADER_ERROR: "评分器在评这份提交时自己出错了（不是学生的错）；请把 gradebook.json 里的原因报告给维护者",
+    GRADER_ERROR: "评分器在评这份提交时自己出错了（不是学生的错）；请告诉教师（原因记在评分器的记录里）",
 }
 
 
