@@ -94,7 +94,13 @@ def test_assign_writes_personal_notebooks_with_plain_numbers(course, capsys):
             assert record[sid][assignment] == json.loads(json.dumps(params))
             nb = nbformat.read(out / sid / f"{assignment}_exercises.ipynb", as_version=4)
             nbformat.validate(nb)
-            assert nb.metadata["shardlab"] == {"assignment": assignment, "student": sid, "kind": "exercises"}
+            tag = variants.sign(variants.tag_key(key, assignment, sid), params)  # 参数的签名：评分器据此认出发给他的数
+            assert nb.metadata["shardlab"] == {
+                "assignment": assignment,
+                "student": sid,
+                "kind": "exercises",
+                "tag": tag,
+            }
             found = {}
             for cell in nb.cells:
                 if personalize.PARAM_TAG in cell.metadata.get("tags", []):

@@ -20,11 +20,11 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 
 import nbformat
 
+from shardlab import atomic
 from shardlab.assign.personalize import PersonalizeError, personalize
 from shardlab.exercise import problems, roster, variants
 from shardlab.untrusted import md_inline
@@ -70,31 +70,15 @@ def _render(nb, assignment: str, kind: str, student: roster.Student, params: dic
 
 
 def safe_write(path: Path, data: str | bytes, mode: int) -> None:
-    """原子地写一个文件：同目录下 mkstemp（O_EXCL，不跟随符号链接）→ 写入、fsync、chmod → os.replace
-
-    path 的上级目录如果是符号链接，拒绝（别人放进输出目录的链接不能把文件引到别处）。
-    """
+    """原子地写一个文件（``shardlab.atomic``）；上级目录是符号链接、或 path 已经是符号链接或目录时拒绝
+    （别人放进输出目录的链接不能把文件引到别处）"""
     parent = path.parent
     if parent.is_symlink():
         raise AssignError(f"{parent} 是符号链接（symlink）：不往里写，请删掉它再运行")
     parent.mkdir(parents=True, exist_ok=True)
     if path.is_symlink() or (path.exists() and not stat.S_ISREG(os.lstat(path).st_mode)):
         raise AssignError(f"{path} 已经存在而且不是普通文件（符号链接、目录……）：不覆盖，请先删掉它")
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), mode)
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic.write(path, data, mode)
 
 
 def plan(students, secret: bytes, course: Path, assignments, solutions: bool) -> dict[Path, tuple[str, int]]:

@@ -32,6 +32,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import pwd
@@ -43,6 +44,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from shardlab import atomic
 from shardlab.exercise import answers, problems, roster, variants
 from shardlab.grade import inject, judge, outputs, personal, report
 from shardlab.grade import status as st
@@ -143,21 +145,15 @@ def build_zip(
     for path in sorted(PACKAGE.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             files[f"lib/shardlab/{path.relative_to(PACKAGE).as_posix()}"] = path.read_bytes()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, ZIP_MODE)
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:
-            for name, data in files.items():
-                info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))  # 固定时间：同样的输入得到同样的 zip
-                mode = 0o755 if name in ("setup.sh", "run_autograder") else 0o600 if name.startswith(PRIVATE) else 0o644
-                info.external_attr = (stat.S_IFREG | mode) << 16
-                info.compress_type = zipfile.ZIP_DEFLATED
-                z.writestr(info, data)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in files.items():
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))  # 固定时间：同样的输入得到同样的 zip
+            mode = 0o755 if name in ("setup.sh", "run_autograder") else 0o600 if name.startswith(PRIVATE) else 0o644
+            info.external_attr = (stat.S_IFREG | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, data)
+    atomic.write(out, buf.getvalue(), ZIP_MODE)
     return out
 
 

@@ -9,10 +9,9 @@ Markdown 反馈里学生的文字不会成为 HTML、链接或图片。
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
+from shardlab import atomic
 from shardlab.grade import status as st
 from shardlab.grade.outputs import csv_text
 from shardlab.untrusted import md_block, md_code, md_inline
@@ -23,22 +22,8 @@ FILE_MODE = 0o640
 
 
 def atomic_write(path: Path, text: str, mode: int = FILE_MODE) -> None:
-    """先写同目录下的临时文件（mkstemp：新文件，不跟随符号链接），fsync、chmod，再 os.replace"""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """原子地写（``shardlab.atomic``）；评分器的文件默认 0640"""
+    atomic.write(path, text, mode)
 
 
 def _num(x: float) -> str:
