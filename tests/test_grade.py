@@ -462,3 +462,19 @@ def test_uid_mode_probe_says_when_the_student_uid_cannot_run_python(tmp_path, mo
     monkeypatch.setattr(sandbox.sys, "executable", str(hidden / "python"))
     problem = sandbox.Sandbox(staged, sandbox.Limits(), mode="uid", workdir=tmp_path).probe()
     assert problem and "运行不了" in problem and "o+x" in problem  # 以前：每份提交都“评分进程崩溃（退出码 126）”、0 分
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="要以 root 运行（sudo）")
+def test_outputs_go_back_to_the_instructor_who_ran_sudo(tmp_path, key_file, monkeypatch):
+    """评分器要用 root 运行；以前写出的是 root 的 0640 文件，用 sudo 运行它的教师自己打不开成绩"""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    shutil.copy(FIXTURES / "not_json.ipynb", subs / "a.ipynb")
+    monkeypatch.setenv("SUDO_UID", "4321")
+    monkeypatch.setenv("SUDO_GID", "4321")
+    mode = [] if SANDBOXED else ["--sandbox", "rlimit"]
+    args = [*mode, "--course", str(ROOT), str(subs), "--out", str(out), "--key", str(key_file), "--chapter", "5"]
+    assert cli.main([*args, "--no-progress"]) == 0
+    owners = {p.relative_to(out).as_posix(): (p.lstat().st_uid, p.lstat().st_gid) for p in out.rglob("*")}
+    assert owners and {k: v for k, v in owners.items() if v != (4321, 4321)} == {}
+    assert out.stat().st_uid == 4321

@@ -2,6 +2,7 @@
 
 读者要么看到旧的文件，要么看到完整的新文件；目标本身是符号链接时，被替换的是链接，不会写到它指向的地方。
 布置个人版（``shardlab.assign``）与评分器（``shardlab.grade``）都用它。
+评分器要用 root 运行（``sudo``）：那时写出的文件交还给调用 sudo 的用户（``SUDO_UID``/``SUDO_GID``），教师自己打得开。
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ def write(path: Path, data: str | bytes, mode: int) -> None:
             f.write(raw)
             f.flush()
             os.fsync(f.fileno())
+        hand_back(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -30,3 +32,18 @@ def write(path: Path, data: str | bytes, mode: int) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def sudo_owner() -> tuple[int, int] | None:
+    """以 root 经 sudo 运行时，调用 sudo 的用户（uid, gid）；否则 None"""
+    uid, gid = os.environ.get("SUDO_UID", ""), os.environ.get("SUDO_GID", "")
+    if os.geteuid() != 0 or not uid.isdigit() or not gid.isdigit() or int(uid) == 0:
+        return None
+    return int(uid), int(gid)
+
+
+def hand_back(path: Path) -> None:
+    """经 sudo 运行时把 path（不跟随符号链接）交还给调用 sudo 的用户"""
+    owner = sudo_owner()
+    if owner is not None:
+        os.chown(path, *owner, follow_symlinks=False)

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from shardlab import atomic
 from shardlab.exercise import answers, problems, roster, variants
 from shardlab.grade import gradescope, identify, inject, integrity, outputs, personal, report
 from shardlab.grade import status as st
@@ -168,6 +169,21 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc))
     finally:
         lock.close()
+        _hand_back(out)
+
+
+def _hand_back(out: Path) -> None:
+    """经 sudo 运行时，输出目录里评分器建的目录和文件交还给调用 sudo 的教师（不然 root 的 0640 文件他打不开）"""
+    if atomic.sudo_owner() is None:
+        return
+    for dirpath, dirnames, filenames in os.walk(out):
+        dirnames[:] = [d for d in dirnames if d != WORK]
+        for name in [*dirnames, *filenames]:
+            try:
+                atomic.hand_back(Path(dirpath) / name)
+            except OSError:
+                pass
+    atomic.hand_back(out)
 
 
 def _check_weights(weights: dict[str, float], chapter: int) -> None:
@@ -418,7 +434,7 @@ def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interr
             print(f"评分器：{note}", file=sys.stderr)
         return _run(found.found, ctx, out, args, meta)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(out / WORK, ignore_errors=True)  # 拿着锁：没有别的评分器在用它
 
 
 SELECTION_RULE = (

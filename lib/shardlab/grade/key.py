@@ -23,6 +23,7 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
+from shardlab import atomic
 from shardlab.exercise import answers
 from shardlab.grade.course import Course, CourseError
 from shardlab.grade.export import ExportItem, export_source, parse_exports
@@ -161,10 +162,8 @@ def write_key(course: Course, path: Path) -> dict:
         raise
     except Exception as exc:  # noqa: BLE001  解答笔记本执行失败（CellExecutionError 等）
         raise AnswerKeyError(f"生成答案表失败：{type(exc).__name__}: {str(exc)[-2000:]}") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(key, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic.write(path, json.dumps(key, ensure_ascii=False, indent=1) + "\n", 0o644)
+    atomic.hand_back(path.parent)
     return key
 
 
