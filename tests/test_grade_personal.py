@@ -324,6 +324,8 @@ def test_class_with_own_answers_scores_full_and_copying_is_evidence_for_the_ta(t
     assert "同学" not in (out / "feedback" / "s002.md").read_text(encoding="utf-8")
     flagged = assign_bench.flagged(out)
     assert [(r["student"], r["source"]) for r in flagged] == [("s002", "s000")]
+    ta_md = (out / "ta" / "integrity.md").read_text(encoding="utf-8")
+    assert "笔记本里写的学生 id 是" in ta_md.split("## 身份与参数单元")[1]  # s002 交的笔记本是发给 s000 的
     ta = list(csv.DictReader((out / "ta" / "answers.csv").open(encoding="utf-8-sig")))  # 助教答复申诉用的记录
     assert any(r["student"] == "s002" and r["same_as"] == "s000" and r["submitted"] != r["expected"] for r in ta)
     mine = [r for r in ta if r["student"] == "s000" and r["expected"]]  # 数值题（函数题没有单一的参考值）

@@ -209,7 +209,7 @@ def console_summary(table: list[dict], ignored: list, integrity: Report | None) 
     )
 
 
-def integrity_markdown(report: Report, names: dict[str, str]) -> str:
+def integrity_markdown(report: Report, names: dict[str, str], results=()) -> str:
     lines = [
         "# 需要核对的提交（只给助教）",
         "",
@@ -234,8 +234,15 @@ def integrity_markdown(report: Report, names: dict[str, str]) -> str:
         "",
         "全部的对上记录（包括没有达到标准的）在 `ta/integrity.csv`；每道题交的数与参考值在 `ta/answers.csv`。",
         "",
+        "## 身份与参数单元",
+        "",
     ]
-    return "\n".join(lines)
+    noted = [r for r in results if r.get("ta_notes")]
+    lines += [
+        f"- {md_code(r.get('roster_id') or r['student'])} {md_code(r.get('file', ''))}：{md_inline('；'.join(r['ta_notes']))}"
+        for r in noted
+    ] or ["无（没有笔记本写着别的学生的 id，也没有改过的参数单元）"]
+    return "\n".join(lines) + "\n"
 
 
 def integrity_csv(report: Report, names: dict[str, str]) -> str:
@@ -274,5 +281,5 @@ def write_all(
         names = {s.id: s.name for s in roster_students or []}
         write(out / TA_DIR / "answers.csv", answers_csv(integrity, names), TA_MODE)
         write(out / TA_DIR / "integrity.csv", integrity_csv(integrity, names), TA_MODE)
-        write(out / TA_DIR / "integrity.md", integrity_markdown(integrity, names), TA_MODE)
+        write(out / TA_DIR / "integrity.md", integrity_markdown(integrity, names, results), TA_MODE)
     return console_summary(table, ignored, integrity)
