@@ -65,6 +65,9 @@ def test_first_ctrl_c_starts_no_new_sandbox_and_keeps_what_was_graded(tmp_path, 
     assert [r["student"] for r in doc["submissions"]] == ["a_not_json"] and doc["meta"]["interrupted"]
     assert not (out / "results" / "b_loop.json").exists() and not (out / "results" / "c_correct.json").exists()
     assert not (out / ".work").exists() or not list((out / ".work").glob("*"))
+    # 没评完的成绩不能导入：以前 canvas.csv 里没评到的人是 0 分、“没有提交”，summary.md 也不提中断
+    assert not (out / "canvas.csv").exists() and not (out / "grades_wide.csv").exists()
+    assert "评分被中断" in (out / "summary.md").read_text(encoding="utf-8")
     wait_for(lambda: not sandboxes(out), 30)
 
 

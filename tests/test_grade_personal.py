@@ -61,8 +61,10 @@ TABLE = identify.Roster(
         (("alice_ch05 (1).ipynb",), None, "alice"),  # 浏览器重复下载加的 (1)
         (("zhangwang_12345_67890_ch05_exercises.ipynb",), None, "s005"),  # Canvas 批量下载（以前：认不出）
         (("zhangwang_LATE_12345_67890_ch05_exercises-1.ipynb",), None, "s005"),  # Canvas 迟交
-        (("smithalice_999_1_ch05.ipynb",), None, "alice"),  # Canvas，花名册没有 lms_id：按姓名
-        (("Alice Smith_777_assignsubmission_file_", "ch05.ipynb"), None, "alice"),  # Moodle 的文件夹
+        (("smithalice_999_81_ch05.ipynb",), None, None),  # Canvas 用户号不在 lms_id 列里：不是这个班的学生
+        (("mallory_55555_5002_alice.ipynb",), "alice", None),  # 以前：按学生自己起的“alice”算成 alice 的，还可能诬陷她
+        (("Alice Smith_777_assignsubmission_file_", "ch05.ipynb"), None, None),  # Moodle，同上
+        (("s005_2024_1_ch05.ipynb",), None, "s005"),  # 不是 Canvas 的名字（姓名部分有数字）
         ((unicodedata.normalize("NFD", "王小明"), "ch05.ipynb"), None, "王小明"),  # macOS 写的 NFD 文件夹名
         (("homework.ipynb",), "alice", "alice"),  # 名字认不出：笔记本里写的 id 作证
         (("homework.ipynb",), "nobody", None),
@@ -76,6 +78,15 @@ def test_files_map_to_students_by_the_strongest_evidence(parts, embedded, sid):
     assert got.sid == sid, got
     if sid is None:
         assert got.reason
+
+
+def test_lms_names_without_an_lms_id_column_match_by_name_only():
+    table = identify.Roster([roster.Student("a1", "Alice Smith", 2), roster.Student("b2", "王五", 3)])
+    assert identify.identify(("smithalice_999_81_ch05.ipynb",), table, None, {}).sid == "a1"
+    assert identify.identify(("Alice Smith_777_assignsubmission_file_", "x.ipynb"), table, None, {}).sid == "a1"
+    assert identify.identify(("mallory_555_81_a1.ipynb",), table, "a1", {}).sid is None  # 自己起的文件名不算证据
+    export = {"submission_9": [{"sid": "x999", "email": "eve@evil"}]}
+    assert identify.identify(("submission_9", "a1.ipynb"), table, None, export).sid is None
 
 
 def test_gradescope_export_and_embedded_mismatch(tmp_path):
@@ -392,8 +403,9 @@ def test_guide_states_the_rules_the_code_applies():
 def test_gitignore_keeps_keys_rosters_and_grades_out_of_the_repository():
     import subprocess
 
-    paths = ["secret.key", "course.key", "roster.csv", "roster-2025.csv", "个人版/s1/ch05_exercises.ipynb",
-             "grades/ch05/grades_wide.csv", "autograder-ch05.zip"]  # fmt: skip
+    paths = ["secret.key", "course.key", "roster.csv", "roster-2025.csv", "class_roster.csv", "weights.csv",
+             "个人版/s1/ch05_exercises.ipynb", "grades/ch05/grades_wide.csv", "autograder-ch05.zip",
+             "course-admin/submissions/ch05/s1/x.ipynb", "submissions/ch05/s1/x.ipynb"]  # fmt: skip
     proc = subprocess.run(["git", "-c", "core.quotePath=false", "check-ignore", "--no-index", *paths], cwd=ROOT,
                           capture_output=True, text=True)  # fmt: skip
     assert sorted(proc.stdout.split()) == sorted(paths)
@@ -502,6 +514,11 @@ def test_weights_are_bounded_and_belong_to_the_chapter(tmp_path):
         outputs.read_weights(path)
     with pytest.raises(cli.UsageError, match="别的章的题：ch06-p1"):
         cli._check_weights({"ch05-p1a": 2.0, "ch06-p1": 5.0}, 5)
+    path.write_text("problem,weight\nch05-p1a,5\nch05-p1a,0\n", encoding="utf-8")
+    with pytest.raises(outputs.WeightsError, match="已经在前面给过"):  # 以前：后一行悄悄覆盖前一行
+        outputs.read_weights(path)
+    with pytest.raises(cli.UsageError, match="满分会是 0"):
+        cli._check_weights({a.id: 0.0 for a in answers.chapter_answers("ch05")}, 5)
 
 
 def test_a_repetitive_key_is_refused(tmp_path):
@@ -509,3 +526,14 @@ def test_a_repetitive_key_is_refused(tmp_path):
     weak.write_bytes(b"a" * 16)
     with pytest.raises(ValueError, match="种不同的字节"):
         variants.read_secret(weak)
+
+
+def test_hostile_students_who_edit_their_parameters_cannot_stop_the_class():
+    """三个人里两个改了参数单元（签名留着）：以前“密钥不对？”，整批都不评；签名对得上推出的参数，证明密钥是对的"""
+    key = personal.PersonalKey.build(_published_key(), STUDENTS[:3], SECRET, ("ch05",))
+    drawn, tags = _issued(STUDENTS[:3])
+    found = [_found("s1", "s1.ipynb", 5, drawn["s1"], tags["s1"])]
+    found += [_found(s, f"{s}.ipynb", 5, {**drawn[s], "B": 7168, "D": 2048}, tags[s]) for s in ("s2", "s3")]
+    assert personal.reconcile(found, key, "ch05") == (None, [])
+    stripped = [_found(s, f"{s}.ipynb", 5, {**drawn[s], "B": 7168, "D": 2048}, None) for s in ("s1", "s2", "s3")]
+    assert personal.reconcile(stripped, key, "ch05")[0].startswith("密钥不对？")  # 没有签名可作证时仍按多数判断

@@ -201,6 +201,11 @@ try:
     open(os.path.join(ROOT, "results", "results.json"), "w").write('{{"score": 999, "tests": []}}')
 except Exception as exc:
     leaked.append("write:" + type(exc).__name__)
+for shared in ("/tmp", "/dev/shm"):  # 在公共目录里留东西（uid 模式没有私有的 /tmp）
+    try:
+        os.makedirs(os.path.join(shared, {marker!r}), exist_ok=True)
+    except OSError:
+        pass
 daemon = """
 import os, sys, time
 if os.fork(): sys.exit(0)
@@ -267,6 +272,7 @@ def test_student_code_reads_nothing_private_and_cannot_touch_the_result(built, t
     assert leak == [expected] * 5 + [f"write:{expected}"], leak
     assert ("隔离：bubblewrap" if mode == "bwrap" else "资源限制（没有命名空间）") in res["output"]
     assert not _marker_processes(marker)  # 守护进程在评分器写结果之前就没了
+    assert not (Path("/tmp") / marker).exists() and not (Path("/dev/shm") / marker).exists()  # 也没留下文件
     time.sleep(3)
     assert json.loads((root / "results" / "results.json").read_text(encoding="utf-8")) == res
     assert stat.S_IMODE((root / "source" / "grader").stat().st_mode) == 0o700
@@ -279,3 +285,19 @@ def test_dry_run_command_prints_what_the_student_will_see(built, capsys):
     rc = cli.main(["gradescope-dry-run", str(zip_path), str(own / "s000" / "ch05_exercises.ipynb"), "--sid", "s000"])
     out = capsys.readouterr().out
     assert rc == 0 and f"得分 {N5 + 2:g} / {N5 + 2:g}" in out and "✓ ch05-p1a" in out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SANDBOXED, reason="需要 root 与 bubblewrap")
+def test_a_zip_built_with_the_wrong_key_is_caught_by_the_dry_run_and_never_blames_the_student(built, tmp_path, capsys):
+    work, _, _, own, _ = built
+    wrong = tmp_path / "wrong.key"
+    variants.new_secret(wrong)
+    zip_path = tmp_path / "wrong.zip"
+    assert gradescope.main(["--secret-file", str(wrong), "--out", str(zip_path), "--chapter", "5",
+                            "--roster", str(work / "roster.csv"), "--course", str(ROOT)]) == 0  # fmt: skip
+    nb = own / "s001" / "ch05_exercises.ipynb"
+    rc = cli.main(["gradescope-dry-run", str(zip_path), str(nb), "--sid", "s001"])
+    captured = capsys.readouterr()
+    assert rc == 1 and "签名与这个 zip 对不上" in captured.err  # 以前：rc 0，没有任何提示
+    assert "如果你没有改过参数单元" in captured.out and "被改过" not in captured.out  # 以前：告诉学生是他改了数

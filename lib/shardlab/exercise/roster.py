@@ -3,8 +3,8 @@
 学生 id 同时是个人版的文件夹名（``OUT/<id>/``）和评分时认提交的依据（``<id>/…``、``<id>_….ipynb`` …），
 所以它必须能安全地当文件夹名：字母（含中文）、数字、``_``、``.``、``-``，不以 ``.`` 或 ``-`` 开头，
 UTF-8 最多 64 个字节（中文约 21 个字；一个 emoji 之类的字占 4 个字节）；
-id 按 Unicode NFC 规范化（macOS 的文件名是 NFD），只差大小写的两个 id 在不区分大小写的文件系统（Windows、macOS）
-上会落进同一个文件夹，也算重复。
+id 按 Unicode NFC 规范化（macOS 的文件名是 NFD）；只差大小写或写法（全角、连字，NFKC）的两个 id 看起来一样，
+在不区分大小写的文件系统（Windows、macOS）上还会落进同一个文件夹，也算重复。
 可选的列：``lms_id``（Canvas / Moodle 批量下载的文件名里的用户编号）、``email``（Gradescope 导出里的邮箱）：
 评分器用它们把 LMS 下载的文件对上学生（``shardlab.grade.identify``）。
 读入时逐行检查，所有问题一起报告（中文说明，带行号和英文关键词），不会只报第一个。
@@ -41,8 +41,8 @@ class Student:
 
 
 def normalize(sid: str) -> str:
-    """比较学生 id 的形式：NFC 规范化 + casefold（不区分大小写，macOS 的 NFD 文件名也能对上）"""
-    return unicodedata.normalize("NFC", sid).casefold()
+    """比较学生 id 的形式：NFKC 规范化 + casefold（不区分大小写；macOS 的 NFD 文件名、全角的 ｓ００１ 都对得上 s001）"""
+    return unicodedata.normalize("NFKC", sid).casefold()
 
 
 def id_problem(sid: str) -> str | None:
@@ -112,7 +112,7 @@ def parse(text: str, source: str = "花名册") -> list[Student]:
             folded = normalize(sid)
             if folded in seen:
                 first = seen[folded]
-                same = "相同" if first.id == sid else f"只差大小写（与 {first.id!r}）"
+                same = "相同" if first.id == sid else f"只差大小写或写法（全角、连字……；与 {first.id!r}）"
                 problems.append(f"第 {row_no} 行：学生 id 重复（duplicate id）{sid!r}，与第 {first.row} 行{same}")
                 continue
             more = {c: row[k].strip() if k < len(row) else "" for c, k in extra.items()}

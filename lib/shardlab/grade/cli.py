@@ -187,9 +187,9 @@ def _hand_back(out: Path) -> None:
 
 
 def _check_weights(weights: dict[str, float], chapter: int) -> None:
-    other = sorted(pid for pid in weights if answers.get(pid).chapter != chapter)
-    if other:
-        raise UsageError(f"权重文件（--weights）里有别的章的题：{'、'.join(other)}；这次评第 {chapter} 章")
+    bad = outputs.weight_problems(weights, chapter)
+    if bad:
+        raise UsageError("；".join(bad))
 
 
 OUT_DIRS = ("results", "feedback", outputs.TA_DIR, WORK)
@@ -566,7 +566,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
             evidence = integrity.analyze(counted, args.personal.key.values, f"ch{ctx.chapter:02d}")
         overview = outputs.write_all(
             out, list(results.values()), students, ctx.chapter, ignored, report.atomic_write,
-            args.canvas_column, args.weight_map, evidence, meta.get("roster_notes", []),
+            args.canvas_column, args.weight_map, evidence, meta.get("roster_notes", []), interrupted,
         )  # fmt: skip
     except Exception as exc:  # noqa: BLE001  汇总写不出来不影响已经写出的成绩册
         overview = f"评分器：写汇总（grades_wide.csv、canvas.csv、summary.md、ta/）失败：{terminal(exc)}"

@@ -113,9 +113,9 @@ def build_zip(
     secret = variants.read_secret(secret_file)
     students = roster.read(roster_file)
     weights = outputs.read_weights(weights_file)
-    other = sorted(pid for pid in weights if answers.get(pid).chapter != chapter)
-    if other:
-        raise GradescopeError(f"权重文件（--weights）里有别的章的题：{'、'.join(other)}；这个 zip 是第 {chapter} 章的")
+    bad = outputs.weight_problems(weights, chapter)
+    if bad:
+        raise GradescopeError("；".join(bad))
     key = load_key(None, course)
     assignment = f"ch{chapter:02d}"
     drawn = variants.for_class(secret, assignment, [s.id for s in students])
@@ -429,6 +429,34 @@ def dry_run(zip_path: Path, notebooks: list[Path], users: list[dict], keep: Path
             shutil.rmtree(root, ignore_errors=True)
 
 
+def signature_warnings(zip_path: Path, notebooks: list[Path], sids: list[str]) -> list[str]:
+    """教师试运行时：个人版笔记本的签名与 zip 里（为这些学号）算好的对不上，说明生成 zip 的密钥或花名册不是生成个人版时的那个"""
+    with zipfile.ZipFile(zip_path) as z:
+        config = json.loads(z.read(f"{PRIVATE}/config.json"))
+        tags = json.loads(z.read(f"{PRIVATE}/tags.json"))
+        issued = json.loads(z.read(f"{PRIVATE}/variants.json"))
+    assignment = f"ch{int(config['chapter']):02d}"
+    by_id = {roster.normalize(k): k for k in tags}
+    out = []
+    for nb in notebooks:
+        try:
+            peek = inject.peek(inject.read_notebook(read_submission(Path(nb))))
+        except (inject.SubmissionError, Unreadable, OSError):
+            continue
+        sid = by_id.get(roster.normalize(peek.student or ""))
+        if not peek.tag or sid is None or sid not in {by_id.get(roster.normalize(s)) for s in sids}:
+            continue
+        key = bytes.fromhex(tags[sid])
+        written = problems.written(assignment, peek.param_sources)
+        derived = problems.from_values(assignment, issued[sid][assignment])
+        if not (variants.verify(key, derived, peek.tag) or variants.verify(key, written, peek.tag)):
+            out.append(
+                f"{Path(nb).name} 是发给 {sid} 的个人版，但它的签名与这个 zip 对不上："
+                "生成 zip 用的 --secret-file 或 --roster 与生成个人版（shardlab-assign）时的不同？学生会按错的数被评分"
+            )
+    return out
+
+
 def dry_run_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="shardlab-grade gradescope-dry-run",
@@ -447,13 +475,16 @@ def dry_run_main(argv: list[str]) -> int:
     except (GradescopeError, OSError, zipfile.BadZipFile, subprocess.SubprocessError) as exc:
         print(f"shardlab-grade gradescope-dry-run：{exc}", file=sys.stderr)
         return 2
+    warnings = signature_warnings(args.zip, args.notebooks, args.sid)
+    for warning in warnings:
+        print(f"警告：{warning}", file=sys.stderr)
     total = sum(t["max_score"] for t in res["tests"])
     print(f"得分 {res['score']:g} / {total:g}\n{res['output']}")
     for t in res["tests"]:
         print(
             f"{'✓' if t['status'] == 'passed' else '✗'} {t['name']}：{t['score']:g}/{t['max_score']:g}  {t['output']}"
         )
-    return 0
+    return 1 if warnings else 0
 
 
 def main(argv: list[str] | None = None) -> int:

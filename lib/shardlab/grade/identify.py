@@ -32,7 +32,8 @@ import yaml
 from shardlab.exercise import roster
 
 SEP = r"[_\-\s.()\[\]]"
-_CANVAS = re.compile(r"^(?P<name>[^_]+?)(?:_LATE)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.IGNORECASE)
+# Canvas 的姓名部分只有字母（小写、去掉了空格与标点），用户号与提交号是数字：s005_2024_1_x 不是 Canvas 的名字
+_CANVAS = re.compile(r"^(?P<name>[^\W\d_]+)(?:_LATE)?_(?P<uid>\d{2,})_(?P<sub>\d{2,})_(?P<file>.+)$", re.IGNORECASE)
 _MOODLE = re.compile(r"^(?P<name>.+?)_(?P<uid>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<file>.*)$", re.IGNORECASE)
 _GRADESCOPE = re.compile(r"^submission_(?P<sub>\d+)$", re.IGNORECASE)
 MAX_METADATA_BYTES = 8 << 20
@@ -110,22 +111,45 @@ def gradescope_export(root: Path) -> dict[str, list[dict]]:
     return out
 
 
-def _from_lms(name: str, table: Roster) -> tuple[set[str], str, str]:
-    """LMS 的文件名或文件夹名：(候选学生, 证据, 原文件名)；不是 LMS 的格式时候选为空、原文件名就是 name"""
+@dataclass
+class Lms:
+    """文件名或文件夹名是 LMS 批量下载的格式时，LMS 给出的身份（学生自己起的那部分文件名不算证据）"""
+
+    candidates: set[str]
+    how: str
+    reason: str = ""  # 认不出时的原因
+
+
+def _from_lms(name: str, table: Roster) -> Lms | None:
+    """Canvas / Moodle 的文件名或文件夹名；不是这两种格式时为 None"""
     for kind, pattern in (("Canvas", _CANVAS), ("Moodle", _MOODLE)):
         m = pattern.match(name)
         if not m:
             continue
-        uid, person, original = m.group("uid"), m.group("name"), m.group("file")
+        uid, person = m.group("uid"), m.group("name")
         if uid in table.by_lms:
-            return {table.by_lms[uid]}, f"{kind} 用户号 {uid}", original
-        if table.exact(uid):
-            return {table.exact(uid)}, f"{kind} 用户号 {uid}", original
+            return Lms({table.by_lms[uid]}, f"{kind} 用户号 {uid}")
+        if table.by_lms:  # 花名册有 lms_id 列：用户号不在里面，就不是这个班的学生交的
+            return Lms(set(), "", f"{kind} 用户号 {uid} 不在花名册的 lms_id 列里：不是这个班的学生交的？")
         by_name = table.by_name.get(_squash(person), set())
         if by_name:
-            return set(by_name), f"{kind} 文件名里的姓名", original
-        return set(), f"{kind} 文件名（用户号 {uid} 不在花名册的 lms_id 列里）", original
-    return set(), "", name
+            return Lms(set(by_name), f"{kind} 文件名里的姓名")
+        return Lms(
+            set(), "", f"{kind} 文件名里的姓名 {person!r} 对不上花名册；请在花名册里加 lms_id 列（{kind} 的用户号）"
+        )
+    return None
+
+
+def _from_export(folder: str, export: dict[str, list[dict]], table: Roster) -> Lms | None:
+    """Gradescope 导出的 submission_<号>/ 文件夹：提交者由 submission_metadata.yml 决定"""
+    if not _GRADESCOPE.match(folder) or folder not in export:
+        return None
+    people = export[folder]
+    found = {table.exact(p.get("sid", "")) or table.by_email.get(p.get("email", "").casefold()) for p in people}
+    found.discard(None)
+    if found:
+        return Lms(found, "Gradescope 导出的提交者")
+    return Lms(set(), "", "Gradescope 导出的提交者（学号、邮箱）不在花名册里")
 
 
 def identify(
@@ -135,30 +159,20 @@ def identify(
     name = rel_parts[-1]
     stem = name[:-6] if name.lower().endswith(".ipynb") else name
     folder = rel_parts[0] if len(rel_parts) > 1 else None
-    candidates: set[str] = set()
-    how = ""
-    if folder is not None:
-        gs = _GRADESCOPE.match(folder)
-        if gs and folder in export:
-            people = export[folder]
-            found = {table.exact(p.get("sid", "")) or table.by_email.get(p.get("email", "").casefold()) for p in people}
-            candidates, how = {s for s in found if s}, "Gradescope 导出的提交者"
-        elif table.exact(folder):
-            candidates, how = {table.exact(folder)}, "文件夹名"
-        else:
-            lms, how, _ = _from_lms(folder, table)
-            candidates = lms or table.in_text(folder)
-            how = how if lms else ("文件夹名里的 id" if candidates else how)
-    if not candidates:
-        lms, lms_how, original = _from_lms(name, table)
-        original_stem = original[:-6] if original.lower().endswith(".ipynb") else original
-        if lms:
-            candidates, how = lms, lms_how
-        elif table.exact(stem):
-            candidates, how = {table.exact(stem)}, "文件名"
-        else:  # 先看 LMS 文件名里学生自己起的那部分，再看整个文件名
-            candidates = table.in_text(original_stem) or table.in_text(stem)
-            how = "文件名里的 id" if candidates else (lms_how or how)
+    lms = (_from_export(folder, export, table) or _from_lms(folder, table)) if folder else None
+    lms = lms or _from_lms(name, table)
+    if lms is not None:  # LMS 给的身份说了算：认不出就不评，不退回到学生自己起的文件名或笔记本里写的 id
+        candidates, how = lms.candidates, lms.how
+        if not candidates:
+            return Identity(None, reason=lms.reason)
+    elif folder is not None and table.exact(folder):
+        candidates, how = {table.exact(folder)}, "文件夹名"
+    elif folder is not None and table.in_text(folder):
+        candidates, how = table.in_text(folder), "文件夹名里的 id"
+    elif table.exact(stem):
+        candidates, how = {table.exact(stem)}, "文件名"
+    else:
+        candidates, how = table.in_text(stem), "文件名里的 id"
     emb = table.exact(embedded) if embedded else None
     if len(candidates) == 1:
         sid = next(iter(candidates))
@@ -168,7 +182,7 @@ def identify(
                 f"笔记本里写的学生 id 是 {embedded!r}，文件属于 {sid}（{how}）：按 {sid} 的参数评分；请助教核对"
             )
         return ident
-    if emb is not None and (not candidates or emb in candidates):
+    if emb is not None and (emb in candidates or (not candidates and lms is None)):
         basis = "笔记本里写的学生 id" + (
             f"（{how}能对上几个学生：{'、'.join(sorted(candidates))}）" if candidates else ""
         )
@@ -176,12 +190,11 @@ def identify(
     if candidates:
         return Identity(
             None,
-            reason=f"文件名能对上不止一个学生 id（{'、'.join(sorted(candidates))}），笔记本里也没有能确定的 id；不猜",
+            reason=f"{how}能对上不止一个学生 id（{'、'.join(sorted(candidates))}），笔记本里也没有能确定的 id；不猜",
         )
-    where = f"（{how}）" if how else ""
     return Identity(
         None,
-        reason=f"认不出是哪位学生{where}：文件名和文件夹名里没有花名册里的 id，笔记本里也没有写 id；"
+        reason="认不出是哪位学生：文件名和文件夹名里没有花名册里的 id，笔记本里也没有写 id；"
         "请把文件放进 <id>/ 文件夹，或在花名册里加 lms_id / email 列",
     )
 

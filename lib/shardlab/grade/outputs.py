@@ -66,10 +66,25 @@ def read_weights(path: Path | None) -> dict[str, float]:
         if not 0 <= w <= MAX_WEIGHT:
             bad.append(f"第 {n} 行：权重（weight）{raw!r} 应当是 0 到 {MAX_WEIGHT:g} 之间的数")
             continue
+        if pid in weights:
+            bad.append(f"第 {n} 行：{pid} 已经在前面给过权重（只能给一次）")
+            continue
         weights[pid] = w
     if bad:
         raise WeightsError(f"权重文件（--weights）{path} 有问题：\n" + "\n".join(f"  - {b}" for b in bad))
     return weights
+
+
+def weight_problems(weights: dict[str, float], chapter: int) -> list[str]:
+    """权重文件与这一章对不上的地方：别的章的题、这一章每道题的权重都是 0（满分是 0）"""
+    bad = []
+    other = sorted(pid for pid in weights if answers.get(pid).chapter != chapter)
+    if other:
+        bad.append(f"权重文件（--weights）里有别的章的题：{'、'.join(other)}；这次是第 {chapter} 章")
+    ids = [a.id for a in answers.ANSWER_LIST if a.chapter == chapter]
+    if weights and all(weights.get(pid, 1.0) == 0 for pid in ids):
+        bad.append(f"权重文件（--weights）把第 {chapter} 章每道题的权重都设成了 0：满分会是 0")
+    return bad
 
 
 def csv_text(header: list[str], rows: list[list]) -> str:
@@ -152,8 +167,10 @@ def summary(
         f"- 学生：{len(table)} 人；提交：{len(results)} 份（计入成绩的 {sum(r.get('counted', True) for r in results)} 份）"
     )
     if totals:
+        nobody = sum(r["status"] == NO_SUBMISSION for r in table)
+        zero = f"；没有提交的 {nobody} 人按 0 分算" if nobody else ""
         lines.append(
-            f"- 平均分 {statistics.mean(totals):.2f}，中位数 {statistics.median(totals):g}（满分 {_num(maximum)}）"
+            f"- 平均分 {statistics.mean(totals):.2f}，中位数 {statistics.median(totals):g}（满分 {_num(maximum)}{zero}）"
         )
         lines += ["", "## 分数分布", "", "| 总分 | 人数 |", "|---|---|"]
         buckets = Counter(_bucket(t, maximum) for t in totals)
@@ -268,12 +285,30 @@ def answers_csv(report: Report, names: dict[str, str]) -> str:
 
 
 def write_all(
-    out: Path, results, roster_students, chapter, ignored, write, column=None, weights=None, integrity=None, notes=()
+    out: Path,
+    results,
+    roster_students,
+    chapter,
+    ignored,
+    write,
+    column=None,
+    weights=None,
+    integrity=None,
+    notes=(),
+    interrupted=False,
 ):
     """写出 grades_wide.csv、canvas.csv、summary.md（和有花名册时的 ta/ 三个文件）；write(path, text, mode=None) 是原子写"""
     pids, table = rows(results, roster_students, chapter, weights)
-    write(out / "grades_wide.csv", wide_csv(pids, table))
-    write(out / "canvas.csv", canvas_csv(table, column or (f"shardlab ch{chapter:02d}" if chapter else "shardlab")))
+    if interrupted:  # 没评完：不给能导入的成绩表（以前：没评到的学生在 canvas.csv 里是 0 分、“没有提交”）
+        for name in ("grades_wide.csv", "canvas.csv"):
+            (out / name).unlink(missing_ok=True)
+        notes = [
+            "评分被中断：有的提交还没有评，所以这次没有写 grades_wide.csv 和 canvas.csv；再运行一次会接着评",
+            *notes,
+        ]
+    else:
+        write(out / "grades_wide.csv", wide_csv(pids, table))
+        write(out / "canvas.csv", canvas_csv(table, column or (f"shardlab ch{chapter:02d}" if chapter else "shardlab")))
     write(out / "summary.md", summary(table, results, ignored, integrity, notes))
     if integrity is not None:
         (out / TA_DIR).mkdir(exist_ok=True)

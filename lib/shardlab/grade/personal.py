@@ -119,7 +119,9 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
     """核对每个学生自己的笔记本（这一章、笔记本里写的学生就是他）：(停下的原因 | None, 给教师的说明)
 
     参数与推出的相同：好。不同，但签名对得上：这个密钥当初发给他的就是这些数（花名册后来改过），按笔记本里的数评分并告诉教师。
-    不同、签名也对不上：这个学生的每个文件都这样时，算“对不上”。对不上的学生超过一半（至少 MIN_CHECKED 人）时停下。
+    签名对得上推出的参数（学生改了参数单元）：密钥是对的。参数不同、签名对哪一组都对不上：这个学生的每个文件都这样时，
+    算“对不上”。只要有一个签名对得上，密钥就是对的（没有密钥伪造不出签名），不会停下；一个签名也对不上、
+    而对不上的学生超过一半（至少 MIN_CHECKED 人）时停下。
     """
     chapter = int(assignment[2:])
     own: dict[str, list] = {}
@@ -130,16 +132,20 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
         if peek.student is not None and roster.normalize(peek.student) != roster.normalize(f.roster_id):
             continue  # 拿了别人的笔记本：不是密钥的证据（另有报告）
         own.setdefault(f.roster_id, []).append(f)
-    bad, reissued = [], []
+    bad, reissued, proof = [], [], False
     for sid, files in own.items():
-        derived = key.params[sid][assignment]
+        derived = dict(key.params[sid][assignment])
+        # 签名对得上推出的参数：密钥和花名册都对，这个学生只是改了参数单元；没有密钥伪造不出这样的签名
+        edited = any(key.authentic(sid, assignment, derived, f.peek.tag) for f in files)
+        proof = proof or edited
         if any(not params_mismatch(assignment, derived, f.written_params) for f in files):
             continue
         issued = next((f for f in files if key.authentic(sid, assignment, f.written_params, f.peek.tag)), None)
         if issued is not None:
             key.issue(sid, assignment, dict(issued.written_params))
             reissued.append(sid)
-        else:
+            proof = True
+        elif not edited:
             bad.append((sid, files[0]))
     notes = []
     if reissued:
@@ -148,7 +154,7 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
             "推出的不同，但签名表明它们正是这个密钥当初发给他们的：按笔记本里的数评分。花名册在生成个人版之后改过（删了行、"
             "调换了顺序）？以后请只在末尾加人"
         )
-    if len(own) >= MIN_CHECKED and len(bad) > KEY_MISMATCH_SHARE * len(own):
+    if not proof and len(own) >= MIN_CHECKED and len(bad) > KEY_MISMATCH_SHARE * len(own):
         examples = "；".join(
             f"{f.rel}（{sid}）的 "
             + "、".join(params_mismatch(assignment, key.params[sid][assignment], f.written_params)[:3])

@@ -91,7 +91,7 @@ def feedback_markdown(res: dict) -> str:
             if err.get("answer_ids"):
                 where += "（答案 " + "、".join(err["answer_ids"]) + "）"
             lines += [
-                f"### {md_inline(where)}：{md_inline(err['summary'])}",
+                f"### {md_inline(where)}：{md_code(err['summary'])}",  # 代码段：原样显示，不用一个个转义
                 "",
                 md_block(err.get("traceback", "").strip()),
                 "",

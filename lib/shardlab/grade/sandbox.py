@@ -333,6 +333,8 @@ class Sandbox:
             _kill_group(proc)  # 以防万一：没有命名空间时，留下的后台进程也一起结束
             if self.mode in ("uid", "bwrap"):
                 reap_uid(uid)  # 脱离了进程组的（setsid + 两次 fork）也不放过；等到一个不剩
+            if self.mode == "uid":
+                remove_uid_files(uid)  # 没有私有的 /tmp：它在公共目录里留下的文件也删掉
             out.join()
             err.join()
             wall = time.monotonic() - start
@@ -438,6 +440,31 @@ def reap_uid(uid: int, timeout: float = 10.0) -> bool:
         subprocess.run(kill, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        timeout=10, check=False)  # fmt: skip
         time.sleep(0.05)
+
+
+SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")  # 所有人都能写的目录
+
+
+def remove_uid_files(uid: int, roots=SHARED_DIRS) -> int:
+    """删掉 roots 里属于 uid 的文件和目录（不跟随符号链接）；返回删掉了几个。uid 模式没有私有的 /tmp，用这个收尾"""
+    removed = 0
+    for root in roots:
+        try:
+            entries = list(os.scandir(root))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+                removed += 1
+            except OSError:
+                continue
+    return removed
 
 
 def _zombie(pid: int) -> bool:

@@ -156,12 +156,22 @@ def _param_note(raw: dict, chapter: int, res: dict, ctx: Context) -> None:
     if not params:
         return
     assignment = f"ch{chapter:02d}"
-    written = problems.written(assignment, inject.peek(raw).param_sources)
-    changed = sorted(name for name, value in written.items() if value != params.get(assignment, {}).get(name))
-    if changed:
+    peek = inject.peek(raw)
+    written = problems.written(assignment, peek.param_sources)
+    derived = params.get(assignment, {})
+    changed = sorted(name for name, value in written.items() if value != derived.get(name))
+    if not changed:
+        return
+    sid = res.get("roster_id") or ""
+    listed = "、".join(changed)
+    if peek.tag and ctx.key.authentic(sid, assignment, dict(derived), peek.tag):
+        note = f"参数单元里的 {listed} 被改过（与发给你的数不同）：评分按发给你的数判定，不按改过的数"
+    elif peek.tag:  # 签名对哪一组参数都对不上：也可能是评分器那边配错了密钥或花名册，不能说是学生改的
         note = (
-            f"参数单元里的 {'、'.join(changed)} 与为你生成的数不同：评分按为你生成的数（花名册）判定，"
-            "不按笔记本里改过的数"
+            f"参数单元里的 {listed} 与评分器为你准备的数不同，笔记本的签名也对不上：按评分器的数判定。"
+            "如果你没有改过参数单元，多半是评分器的配置有误，请告诉教师"
         )
-        res["notes"].append(note)
-        res["ta_notes"].append(note)
+    else:
+        note = f"参数单元里的 {listed} 与为你生成的数不同：评分按为你生成的数（花名册）判定，不按笔记本里的数"
+    res["notes"].append(note)
+    res["ta_notes"].append(note)
