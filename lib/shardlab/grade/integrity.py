@@ -76,14 +76,15 @@ def analyze(results: list[dict], values: dict[str, dict[str, float]], assignment
     published = {aid: spec.value() for aid, spec in specs.items()}
     pool = {**{sid: v for sid, v in values.items()}, PUBLISHED: published}
     report = Report()
-    # 每个来源的每道题：全班（含发布版）有几个人的答案与它相同（规则 3 的比例；O(人数² × 题数)，只算一次）
-    same = {
-        src: {
-            a: sum(not variants.distinct(spec, other[a], theirs[a]) for other in pool.values())
-            for a, spec in specs.items()
-        }
-        for src, theirs in pool.items()
-    }
+    # 每个来源的每道题：全班（含发布版）有几个人的答案与它相同（规则 3 的比例）；只在有对上的来源时才算，算过的记下
+    same_cache: dict[tuple[str, str], int] = {}
+
+    def same(src: str, a: str) -> int:
+        if (src, a) not in same_cache:
+            target = pool[src][a]
+            same_cache[src, a] = sum(not variants.distinct(specs[a], other[a], target) for other in pool.values())
+        return same_cache[src, a]
+
     for res in results:
         me = res.get("roster_id")
         if me not in values:
@@ -126,7 +127,7 @@ def analyze(results: list[dict], values: dict[str, dict[str, float]], assignment
             ]
             if not hits:
                 continue
-            probs = [_chance(specs[a], theirs[a], mine[a], same[src][a], len(pool)) for a in unexplained]
+            probs = [_chance(specs[a], theirs[a], mine[a], same(src, a), len(pool)) for a in unexplained]
             p = tail_probability(probs, len(hits))
             flagged = len(hits) >= MIN_MATCHES and p < ALPHA / max(1, len(sources))
             report.findings.append(
