@@ -94,7 +94,7 @@ def test_assign_writes_personal_notebooks_with_plain_numbers(course, capsys):
             assert record[sid][assignment] == json.loads(json.dumps(params))
             nb = nbformat.read(out / sid / f"{assignment}_exercises.ipynb", as_version=4)
             nbformat.validate(nb)
-            tag = variants.sign(variants.tag_key(key, assignment, sid), params)  # 参数的签名：评分器据此认出发给他的数
+            tag = variants.sign(key, assignment, sid, params)  # 参数的签名：评分器据此认出发给他的数
             assert nb.metadata["shardlab"] == {
                 "assignment": assignment,
                 "student": sid,

@@ -470,11 +470,28 @@ def test_outputs_go_back_to_the_instructor_who_ran_sudo(tmp_path, key_file, monk
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
     shutil.copy(FIXTURES / "not_json.ipynb", subs / "a.ipynb")
+    out.mkdir()
+    (out / "notes-of-another-user.txt").write_text("别人的", encoding="utf-8")
+    os.chown(out / "notes-of-another-user.txt", 4242, 4242)
     monkeypatch.setenv("SUDO_UID", "4321")
     monkeypatch.setenv("SUDO_GID", "4321")
     mode = [] if SANDBOXED else ["--sandbox", "rlimit"]
     args = [*mode, "--course", str(ROOT), str(subs), "--out", str(out), "--key", str(key_file), "--chapter", "5"]
     assert cli.main([*args, "--no-progress"]) == 0
     owners = {p.relative_to(out).as_posix(): (p.lstat().st_uid, p.lstat().st_gid) for p in out.rglob("*")}
+    assert owners.pop("notes-of-another-user.txt") == (4242, 4242)  # 输出目录里原来就有的别人的文件不动
     assert owners and {k: v for k, v in owners.items() if v != (4321, 4321)} == {}
-    assert out.stat().st_uid == 4321
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="要以 root 改文件的属主")
+def test_uid_mode_cleans_what_the_student_left_in_world_writable_directories(tmp_path):
+    uid = 250_777
+    shared = tmp_path / "ww"
+    shared.mkdir()
+    shared.chmod(0o1777)  # 所有人都能写的子目录（以前：只看 /tmp 顶层，这里面的留下来了）
+    for path in (tmp_path / "top", shared / "left", shared / "deep"):
+        path.mkdir() if path.name == "deep" else path.write_text("x")
+        os.chown(path, uid, uid)
+    (shared / "root-owned").write_text("留着")
+    assert sandbox.remove_uid_files(uid, roots=[str(tmp_path)]) == 3
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["root-owned", "ww"]

@@ -65,6 +65,8 @@ TABLE = identify.Roster(
         (("mallory_55555_5002_alice.ipynb",), "alice", None),  # 以前：按学生自己起的“alice”算成 alice 的，还可能诬陷她
         (("Alice Smith_777_assignsubmission_file_", "ch05.ipynb"), None, None),  # Moodle，同上
         (("s005_2024_1_ch05.ipynb",), None, "s005"),  # 不是 Canvas 的名字（姓名部分有数字）
+        (("S002", "作业_2024_10_15.ipynb"), None, "S002"),  # 学生自己的文件夹说了算（以前：当成 Canvas 的名字，不评）
+        (("s005", "lisi_24680_1234_ch05.ipynb"), None, "s005"),  # 以前：按文件名里的 Canvas 用户号算成别人的
         ((unicodedata.normalize("NFD", "王小明"), "ch05.ipynb"), None, "王小明"),  # macOS 写的 NFD 文件夹名
         (("homework.ipynb",), "alice", "alice"),  # 名字认不出：笔记本里写的 id 作证
         (("homework.ipynb",), "nobody", None),
@@ -430,7 +432,7 @@ def _found(sid, rel, chapter, params, tag=None, student=None):
 def _issued(students, assignment="ch05"):
     ids = [s.id for s in students]
     drawn = variants.for_class(SECRET, assignment, ids)
-    tags = {sid: variants.sign(variants.tag_key(SECRET, assignment, sid), p) for sid, p in drawn.items()}
+    tags = {sid: variants.sign(SECRET, assignment, sid, p) for sid, p in drawn.items()}
     return drawn, tags
 
 
@@ -537,3 +539,42 @@ def test_hostile_students_who_edit_their_parameters_cannot_stop_the_class():
     assert personal.reconcile(found, key, "ch05") == (None, [])
     stripped = [_found(s, f"{s}.ipynb", 5, {**drawn[s], "B": 7168, "D": 2048}, None) for s in ("s1", "s2", "s3")]
     assert personal.reconcile(stripped, key, "ch05")[0].startswith("密钥不对？")  # 没有签名可作证时仍按多数判断
+
+
+def test_a_file_that_only_claims_a_classmate_in_its_metadata_needs_that_classmates_signature():
+    """以前：一份写着 s006 的 homework.ipynb（其实是别人的答案）算成 s006 交的，s006 还被标成抄袭"""
+    students = STUDENTS[:3]
+    key = personal.PersonalKey.build(_published_key(), students, SECRET, ("ch05",))
+    drawn, tags = _issued(students)
+    claim = _found("s3", "homework.ipynb", 5, drawn["s1"], tags["s1"], student="s3")  # s1 的笔记本，改写了学生 id
+    claim.how = identify.BY_EMBEDDED_ID
+    mine = _found("s2", "s2-homework.ipynb", 5, drawn["s2"], tags["s2"])
+    mine.how = identify.BY_EMBEDDED_ID
+    scan = folder.Scan(found=[claim, mine])
+    cli._drop_unsigned_claims(scan, key, "ch05")
+    assert [f.rel for f in scan.found] == ["s2-homework.ipynb"] and "签名却不是发给他的" in scan.ignored[0]["reason"]
+
+
+def test_signatures_are_verified_with_a_public_key_that_cannot_make_them():
+    public = variants.public_key(SECRET, "ch05")
+    params = variants.for_student(SECRET, "ch05", "s1")
+    tag = variants.sign(SECRET, "ch05", "s1", params)
+    assert variants.verify(public, "ch05", "s1", params, tag)
+    assert not variants.verify(public, "ch05", "s2", params, tag)  # 签的是（章, 学生, 参数）：换个学生就对不上
+    assert not variants.verify(public, "ch05", "s1", {**params, "B": 512}, tag)
+    assert len(public) == 32 and public not in SECRET  # 公钥不是密钥的一部分；以前 zip 里的 HMAC 子密钥能伪造签名
+
+
+def test_ta_table_cells_stay_cells_whatever_the_names_contain():
+    rep = integrity.Report()
+    rep.findings.append(integrity.Finding("c2", "a|b.ipynb", "c1", ["ch05-p1a"] * 3, 3, 3, 0.1, 1e-9, True))
+    names = {"c2": "<img src=x onerror=alert(1)>**b**[l](http://e.vil)|x|"}
+    text = outputs.integrity_markdown(rep, names)
+    row = next(line for line in text.splitlines() if "c2" in line and line.startswith("|"))
+    assert row.count("|") - row.count("\\|") == 8  # 7 格：名字里的 | 不再把表格切开（以前：列错位，链接生效）
+    assert not render_tokens(text) & {"html_inline", "html_block", "link_open", "image"}
+
+
+def test_excel_scientific_ids_are_explained():
+    with pytest.raises(roster.RosterError, match="科学记数法"):
+        roster.parse("id,name\n2.02E+06,张三\n")

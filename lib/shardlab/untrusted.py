@@ -86,3 +86,8 @@ def md_block(value, limit: int = MAX_TEXT) -> str:
 def terminal(value, limit: int = 300) -> str:
     """终端里打印的一行：没有转义序列、没有换行"""
     return clean(value, limit, newlines=False)
+
+
+def md_cell(value, limit: int = MAX_TEXT) -> str:
+    """Markdown 表格的一格：同 md_inline，另外把 | 换成全角的｜（代码段里的 | 在 GFM 表格里照样会分格）"""
+    return md_inline(clean(value, limit, newlines=False).replace("|", "｜"), limit)

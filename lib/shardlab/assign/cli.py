@@ -107,7 +107,7 @@ def plan(students, secret: bytes, course: Path, assignments, solutions: bool) ->
         for assignment in assignments:
             params = drawn[assignment][student.id]
             record[student.id][assignment] = params
-            tag = variants.sign(variants.tag_key(secret, assignment, student.id), params)
+            tag = variants.sign(secret, assignment, student.id, params)
             for kind in kinds:
                 name = f"{assignment}_{kind}.ipynb"
                 try:

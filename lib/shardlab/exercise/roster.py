@@ -51,6 +51,8 @@ def id_problem(sid: str) -> str | None:
         return "学生 id（id）是空的"
     if len(sid.encode("utf-8")) > MAX_ID:
         return f"学生 id（id）{sid[:20]!r}… 超过 {MAX_ID} 个字节（UTF-8；中文每字 3 个字节）"
+    if re.fullmatch(r"\d(\.\d+)?[eE]\+\d+", sid):
+        return f"学生 id（id）{sid!r} 看起来是 Excel 把长数字写成了科学记数法：在 Excel 里把 id 列设成“文本”再另存"
     if not _SAFE_ID.match(sid) or ".." in sid:
         return (
             f"学生 id（id）{sid!r} 不能安全地用作文件夹名（folder name）："

@@ -24,6 +24,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
 from shardlab.exercise import answers, problems
 from shardlab.exercise.judge import SLIP_RTOL, close
 
@@ -31,7 +35,7 @@ DOMAIN = b"shardlab-variant/v2"
 MAX_TRIES = 10_000  # 一次抽取里最多重抽几次
 STUCK_AFTER = 20  # 同一道题连着重抽这么多次仍不行，就把它前面的题的参数也重抽
 MAX_ATTEMPTS = 2_000  # 全班分配时一个学生最多抽几次
-TAG_DOMAIN = b"shardlab-params-tag/v1"
+TAG_DOMAIN = b"shardlab-params-ed25519/v1"
 MAX_CLASS = 300
 # 任意两名学生共有的随参数变化的答案数上限（两章各 14 个随参数变化的数值答案）。
 # 有几个答案天生只有三四种取值（受延迟限制的时间只取决于轴长或 TP；问题 8 不需要通信的方案答案是 0），
@@ -170,11 +174,16 @@ def for_roster(secret: bytes, students: Sequence[str]) -> dict[str, dict[str, di
 
 
 # ---- 参数的签名：笔记本里的参数确实是这个密钥发给这个学生的 ----
-def tag_key(secret: bytes, assignment: str, student: str) -> bytes:
-    """给一个学生的一章签名用的子密钥；只能为这个学生的这一章签名（Gradescope 的 zip 里带它，不带教师密钥）"""
-    fields = (assignment.encode("utf-8"), student.encode("utf-8"))
-    msg = TAG_DOMAIN + b"".join(len(f).to_bytes(4, "big") + f for f in fields)
-    return hmac.new(secret, msg, hashlib.sha256).digest()
+# 用 Ed25519（cryptography 库）：私钥由教师密钥和章确定地派生，只有有密钥的人能签名；
+# 公钥（每章一个，32 字节）可以放进 Gradescope 的 zip：拿着它只能验证，伪造不出签名。
+def _signing_key(secret: bytes, assignment: str) -> Ed25519PrivateKey:
+    seed_bytes = hmac.new(secret, TAG_DOMAIN + assignment.encode("utf-8"), hashlib.sha256).digest()
+    return Ed25519PrivateKey.from_private_bytes(seed_bytes)
+
+
+def public_key(secret: bytes, assignment: str) -> bytes:
+    """这一章的验证公钥（32 字节）"""
+    return _signing_key(secret, assignment).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
 
 
 def canonical(params: Mapping[str, Any]) -> bytes:
@@ -182,14 +191,24 @@ def canonical(params: Mapping[str, Any]) -> bytes:
     return json.dumps(params, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
-def sign(key: bytes, params: Mapping[str, Any]) -> str:
-    """参数的签名（32 个十六进制字符）：``shardlab-assign`` 写进笔记本的元数据"""
-    return hmac.new(key, canonical(params), hashlib.sha256).hexdigest()[:32]
+def _message(assignment: str, student: str, params: Mapping[str, Any]) -> bytes:
+    return canonical({"assignment": assignment, "student": student, "params": params})
 
 
-def verify(key: bytes, params: Mapping[str, Any], tag) -> bool:
-    """tag 是不是 key 对 params 的签名（常数时间比较）"""
-    return isinstance(tag, str) and hmac.compare_digest(sign(key, params), tag)
+def sign(secret: bytes, assignment: str, student: str, params: Mapping[str, Any]) -> str:
+    """参数的签名（128 个十六进制字符）：``shardlab-assign`` 写进笔记本的元数据；签的是（章, 学生 id, 参数）"""
+    return _signing_key(secret, assignment).sign(_message(assignment, student, params)).hex()
+
+
+def verify(public: bytes, assignment: str, student: str, params: Mapping[str, Any], tag) -> bool:
+    """tag 是不是这一章的私钥对（章, student, params）的签名"""
+    if not isinstance(tag, str) or len(tag) != 128:
+        return False
+    try:
+        Ed25519PublicKey.from_public_bytes(public).verify(bytes.fromhex(tag), _message(assignment, student, params))
+    except (InvalidSignature, ValueError):
+        return False
+    return True
 
 
 # ---- 教师密钥 ----

@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             for f in found.found:
                 f.written_params = problems.written(assignment, f.peek.param_sources) if f.peek else None
+            _drop_unsigned_claims(found, args.personal.key, assignment)
             problem, args.roster_notes = personal.reconcile(found.found, args.personal.key, assignment)
             if problem:
                 raise UsageError(problem)
@@ -173,17 +174,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _hand_back(out: Path) -> None:
-    """经 sudo 运行时，输出目录里评分器建的目录和文件交还给调用 sudo 的教师（不然 root 的 0640 文件他打不开）"""
+    """经 sudo 运行时，把评分器建的目录交还给调用 sudo 的教师（文件在写的时候已经交还了，见 shardlab.atomic）；
+    只动评分器自己的那几个名字，输出目录里别人的文件不碰"""
     if atomic.sudo_owner() is None:
         return
-    for dirpath, dirnames, filenames in os.walk(out):
-        dirnames[:] = [d for d in dirnames if d != WORK]
-        for name in [*dirnames, *filenames]:
-            try:
-                atomic.hand_back(Path(dirpath) / name)
-            except OSError:
-                pass
-    atomic.hand_back(out)
+    for path in (out, *(out / name for name in OUT_DIRS), out / LOCK):
+        try:
+            if path.exists() and not path.is_symlink() and path.stat().st_uid == 0:
+                atomic.hand_back(path)
+        except OSError:
+            pass
 
 
 def _check_weights(weights: dict[str, float], chapter: int) -> None:
@@ -261,6 +261,27 @@ def _identify(found: Scan, who: Personal) -> None:
             found.ignored.append({"file": f.rel, "reason": ident.reason})
             continue
         f.roster_id, f.how, f.notes = ident.sid, ident.how, list(ident.notes)
+        keep.append(f)
+    found.found[:] = keep
+
+
+def _drop_unsigned_claims(found: Scan, key: personal.PersonalKey, assignment: str) -> None:
+    """只凭笔记本里写的学生 id 认出的文件，签名必须证明它是发给这个学生的个人版；不然谁都能把一份笔记本写上同学的 id
+    放进来，让那位同学“交”了一份抄来的作业"""
+    keep = []
+    for f in found.found:
+        if f.how.startswith(identify.BY_EMBEDDED_ID):
+            derived = dict(key.params[f.roster_id][assignment])
+            tag = f.peek.tag if f.peek else None
+            signed = f.written_params is not None and (
+                key.authentic(f.roster_id, assignment, f.written_params, tag)
+                or key.authentic(f.roster_id, assignment, derived, tag)
+            )
+            if not signed:
+                found.ignored.append(
+                    {"file": f.rel, "reason": f"只凭笔记本里写的学生 id（{f.roster_id}）认出，签名却不是发给他的：不评"}
+                )
+                continue
         keep.append(f)
     found.found[:] = keep
 
@@ -571,7 +592,8 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     except Exception as exc:  # noqa: BLE001  汇总写不出来不影响已经写出的成绩册
         overview = f"评分器：写汇总（grades_wide.csv、canvas.csv、summary.md、ta/）失败：{terminal(exc)}"
     print(
-        f"评分完成：新评 {len(newly)} 份，跳过已评 {skipped} 份，忽略 {len(meta['ignored'])} 个文件；"
+        f"{'评分被中断' if interrupted else '评分完成'}：新评 {len(newly)} 份，跳过已评 {skipped} 份，"
+        f"没有评 {len(todo) - len(newly)} 份，忽略 {len(meta['ignored'])} 个文件；"
         f"隔离方式 {ctx.sandbox.mode}；共 {len(results)} 份。结果在 {terminal(out)}/gradebook.csv 与 grades_wide.csv",
         file=sys.stderr,
     )

@@ -13,8 +13,8 @@
 笔记本跑完后，这个用户的每一个进程都被杀掉并等到一个不剩，评分器之后才（原子地）写 ``results.json``；
 结果目录属于 root，学生的进程本来也写不进去。
 
-**花名册改过也不冤枉人。** 个人版的元数据里有参数的签名（``variants.sign``）；zip 里带着每人这一章的签名子密钥
-（``grader/tags.json``，只能验证、推不出教师密钥）。笔记本里的参数与 zip 里的不同、但签名对得上时，按笔记本里的数评分。
+**花名册改过也不冤枉人。** 个人版的元数据里有参数的 Ed25519 签名（``variants.sign``）；zip 里带着这一章的验证公钥
+（``grader/public_key.json``，只能验证，签不了名）。笔记本里的参数与 zip 里的不同、但签名对得上时，按笔记本里的数评分。
 
 **一个 zip 只评一章**（``--chapter`` 必须给）：别的章的笔记本得 0 分并说明原因，满分仍是这一章的满分。
 
@@ -51,7 +51,7 @@ from shardlab.grade import status as st
 from shardlab.grade.course import Course, CourseError
 from shardlab.grade.folder import MAX_SUBMISSION_BYTES, Found, Unreadable, read_submission
 from shardlab.grade.key import AnswerKey, AnswerKeyError, load_key, read_key
-from shardlab.grade.sandbox import PACKAGE, Limits, Sandbox, bwrap_problem, reap_uid, stage_library
+from shardlab.grade.sandbox import PACKAGE, Limits, Sandbox, bwrap_problem, free_uid, reap_uid, stage_library
 from shardlab.grade.submission import Context, grade_submission
 from shardlab.untrusted import terminal
 
@@ -137,10 +137,8 @@ def build_zip(
         f"{PRIVATE}/variants.json": json.dumps(
             {sid: {assignment: p} for sid, p in drawn.items()}, ensure_ascii=False, sort_keys=True
         ).encode(),
-        # 每人这一章的签名子密钥：容器里能确认笔记本里的参数是当初发给这个学生的（花名册后来改过时），推不出教师密钥
-        f"{PRIVATE}/tags.json": json.dumps(
-            {s.id: variants.tag_key(secret, assignment, s.id).hex() for s in students}, sort_keys=True
-        ).encode(),
+        # 这一章验证参数签名的公钥：容器里能确认笔记本里的参数是当初发给这个学生的（花名册后来改过时）；伪造不出签名
+        f"{PRIVATE}/public_key.json": json.dumps({assignment: variants.public_key(secret, assignment).hex()}).encode(),
     }
     for path in sorted(PACKAGE.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
@@ -225,7 +223,7 @@ def choose_isolation(config: dict) -> tuple[str | None, int | None, str]:
             return "bwrap", uid, f"bubblewrap（pid、网络命名空间）+ {who} + 资源限制"
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         return None, None, "评分器不是以 root 运行，或没有 setpriv：不能把学生的代码换成非特权用户"
-    return "uid", uid if uid is not None else 200_000 + os.getpid() % 100_000, f"{who} + 资源限制（没有命名空间）"
+    return "uid", uid if uid is not None else free_uid(), f"{who} + 资源限制（没有命名空间）"
 
 
 def _candidates(submission: Path) -> list[Path]:
@@ -317,11 +315,13 @@ def run(root: Path) -> dict:
         return _fail(root, f"评分器不能安全地运行你的笔记本（{isolation}）：这不是你的错，请告诉教师")
     assignment = f"ch{chapter:02d}"
     variants_doc = json.loads((private / "variants.json").read_text(encoding="utf-8"))
-    tags = json.loads((private / "tags.json").read_text(encoding="utf-8"))
-    tag_keys = {s: {assignment: bytes.fromhex(h)} for s, h in tags.items()}
+    public = json.loads((private / "public_key.json").read_text(encoding="utf-8"))
+    public_keys = {a: bytes.fromhex(h) for a, h in public.items()}
     students = [roster.Student(p["id"], "", 0) for p in people]
     base = read_key(private / "answer_key.json")
-    key = personal.PersonalKey.build(base, students, None, (assignment,), variants_doc, int(config["seed"]), tag_keys)
+    key = personal.PersonalKey.build(
+        base, students, None, (assignment,), variants_doc, int(config["seed"]), public_keys
+    )
     issued_note = ""
     if peek is not None and peek.chapter == chapter:
         written = problems.written(assignment, peek.param_sources)
@@ -433,10 +433,11 @@ def signature_warnings(zip_path: Path, notebooks: list[Path], sids: list[str]) -
     """教师试运行时：个人版笔记本的签名与 zip 里（为这些学号）算好的对不上，说明生成 zip 的密钥或花名册不是生成个人版时的那个"""
     with zipfile.ZipFile(zip_path) as z:
         config = json.loads(z.read(f"{PRIVATE}/config.json"))
-        tags = json.loads(z.read(f"{PRIVATE}/tags.json"))
+        public = json.loads(z.read(f"{PRIVATE}/public_key.json"))
         issued = json.loads(z.read(f"{PRIVATE}/variants.json"))
     assignment = f"ch{int(config['chapter']):02d}"
-    by_id = {roster.normalize(k): k for k in tags}
+    key = bytes.fromhex(public[assignment])
+    by_id = {roster.normalize(k): k for k in issued}
     out = []
     for nb in notebooks:
         try:
@@ -446,10 +447,12 @@ def signature_warnings(zip_path: Path, notebooks: list[Path], sids: list[str]) -
         sid = by_id.get(roster.normalize(peek.student or ""))
         if not peek.tag or sid is None or sid not in {by_id.get(roster.normalize(s)) for s in sids}:
             continue
-        key = bytes.fromhex(tags[sid])
         written = problems.written(assignment, peek.param_sources)
         derived = problems.from_values(assignment, issued[sid][assignment])
-        if not (variants.verify(key, derived, peek.tag) or variants.verify(key, written, peek.tag)):
+        if not (
+            variants.verify(key, assignment, sid, derived, peek.tag)
+            or variants.verify(key, assignment, sid, written, peek.tag)
+        ):
             out.append(
                 f"{Path(nb).name} 是发给 {sid} 的个人版，但它的签名与这个 zip 对不上："
                 "生成 zip 用的 --secret-file 或 --roster 与生成个人版（shardlab-assign）时的不同？学生会按错的数被评分"

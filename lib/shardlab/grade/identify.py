@@ -2,6 +2,7 @@
 
 id 一律按 NFKC 规范化、不分大小写比较（``roster.normalize``）。
 
+0. 教师自己按学生分好的文件夹（文件夹名就是花名册里的 id）说了算，里面的文件叫什么都行；
 1. LMS 批量下载的文件只认 LMS 给的身份：
    - Canvas：``<姓名>_<用户号>_<提交号>_<原文件名>``、迟交的 ``<姓名>_LATE_<用户号>_…``（姓名部分只有字母）；
    - Moodle：``<姓名>_<参与者号>_assignsubmission_file_<原文件名>``（文件或文件夹）；
@@ -32,6 +33,7 @@ import yaml
 from shardlab.exercise import roster
 
 SEP = r"[_\-\s.()\[\]]"
+BY_EMBEDDED_ID = "笔记本里写的学生 id"  # 只凭它认出时，评分器还要核对签名（cli._drop_unsigned_claims）
 # Canvas 的姓名部分只有字母（小写、去掉了空格与标点），用户号与提交号是数字：s005_2024_1_x 不是 Canvas 的名字
 _CANVAS = re.compile(r"^(?P<name>[^\W\d_]+)(?:_LATE)?_(?P<uid>\d{2,})_(?P<sub>\d{2,})_(?P<file>.+)$", re.IGNORECASE)
 _MOODLE = re.compile(r"^(?P<name>.+?)_(?P<uid>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<file>.*)$", re.IGNORECASE)
@@ -159,14 +161,17 @@ def identify(
     name = rel_parts[-1]
     stem = name[:-6] if name.lower().endswith(".ipynb") else name
     folder = rel_parts[0] if len(rel_parts) > 1 else None
-    lms = (_from_export(folder, export, table) or _from_lms(folder, table)) if folder else None
-    lms = lms or _from_lms(name, table)
-    if lms is not None:  # LMS 给的身份说了算：认不出就不评，不退回到学生自己起的文件名或笔记本里写的 id
+    own_folder = table.exact(folder) if folder is not None else None  # 教师自己按学生分好的文件夹：它说了算
+    lms = None
+    if own_folder is None:
+        lms = (_from_export(folder, export, table) or _from_lms(folder, table)) if folder else None
+        lms = lms or _from_lms(name, table)
+    if own_folder is not None:
+        candidates, how = {own_folder}, "文件夹名"
+    elif lms is not None:  # LMS 给的身份说了算：认不出就不评，不退回到学生自己起的文件名或笔记本里写的 id
         candidates, how = lms.candidates, lms.how
         if not candidates:
             return Identity(None, reason=lms.reason)
-    elif folder is not None and table.exact(folder):
-        candidates, how = {table.exact(folder)}, "文件夹名"
     elif folder is not None and table.in_text(folder):
         candidates, how = table.in_text(folder), "文件夹名里的 id"
     elif table.exact(stem):
@@ -183,9 +188,7 @@ def identify(
             )
         return ident
     if emb is not None and (emb in candidates or (not candidates and lms is None)):
-        basis = "笔记本里写的学生 id" + (
-            f"（{how}能对上几个学生：{'、'.join(sorted(candidates))}）" if candidates else ""
-        )
+        basis = BY_EMBEDDED_ID + (f"（{how}能对上几个学生：{'、'.join(sorted(candidates))}）" if candidates else "")
         return Identity(emb, basis, embedded=embedded)
     if candidates:
         return Identity(

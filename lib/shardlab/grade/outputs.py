@@ -24,8 +24,8 @@ from pathlib import Path
 
 from shardlab.exercise import answers
 from shardlab.grade import status as st
-from shardlab.grade.integrity import ALPHA, MIN_MATCHES, PUBLISHED, Report
-from shardlab.untrusted import csv_cell, md_code, md_inline
+from shardlab.grade.integrity import ALPHA, MIN_MATCHES, Report
+from shardlab.untrusted import csv_cell, md_cell, md_code, md_inline
 
 NO_SUBMISSION = "没有提交"
 MAX_WEIGHT = 1000.0
@@ -179,9 +179,9 @@ def summary(
     per_problem = Counter(p["status"] for r in results for p in r.get("problems", []))
     per_sub = Counter(r.get("status", st.GRADED) for r in results)
     lines += ["", "## 各状态", "", "| 状态 | 说明 | 题数 |", "|---|---|---|"]
-    lines += [f"| {md_code(k)} | {md_inline(st.text(k))} | {v} |" for k, v in sorted(per_problem.items())]
+    lines += [f"| {md_cell(k)} | {md_cell(st.text(k))} | {v} |" for k, v in sorted(per_problem.items())]
     lines += ["", "| 整份提交的状态 | 说明 | 份数 |", "|---|---|---|"]
-    lines += [f"| {md_code(k)} | {md_inline(st.text(k))} | {v} |" for k, v in sorted(per_sub.items())]
+    lines += [f"| {md_cell(k)} | {md_cell(st.text(k))} | {v} |" for k, v in sorted(per_sub.items())]
     extra = [r for r in results if not r.get("counted", True)]
     if extra:
         lines += ["", f"## 同一个学生的其他文件（{len(extra)} 份，评了但不计入成绩）", ""]
@@ -238,12 +238,11 @@ def integrity_markdown(report: Report, names: dict[str, str], results=()) -> str
         "|---|---|---|---|---|---|---|",
     ]
     shown = report.flagged
-    for f in shown:
-        who = f"{md_inline(names.get(f.student, ''))} {md_code(f.student)}"
-        source = md_inline(f.source) if f.source == PUBLISHED else md_code(f.source)
+    for f in shown:  # 学生的名字、文件名可能含 | 和 Markdown：每一格都经过 md_cell
+        who = f"{md_cell(names.get(f.student, ''))} {md_cell(f.student)}"
         lines.append(
-            f"| {who} | {md_code(f.file)} | {source} | {len(f.matches)} / {f.unexplained} | {f.expected:.2f} "
-            f"| {f.p_value:.1e} | {md_inline('、'.join(f.matches))} |"
+            f"| {who} | {md_cell(f.file)} | {md_cell(f.source)} | {len(f.matches)} / {f.unexplained} | {f.expected:.2f} "
+            f"| {f.p_value:.1e} | {md_cell('、'.join(f.matches))} |"
         )
     if not shown:
         lines.append("| 无 | | | | | | |")

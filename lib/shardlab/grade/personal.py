@@ -37,7 +37,7 @@ class PersonalKey(AnswerKey):
     params: dict[str, dict] = field(default_factory=dict)  # 学生 id → {作业: 参数}
     values: dict[str, dict[str, float]] = field(default_factory=dict)  # 学生 id → {答案 id: 参考值}
     published: dict[str, float] = field(default_factory=dict)
-    tag_keys: dict[str, dict[str, bytes]] = field(default_factory=dict)  # 学生 id → {作业: 签名子密钥}
+    public_keys: dict[str, bytes] = field(default_factory=dict)  # 作业 → 验证参数签名的公钥
 
     @classmethod
     def build(
@@ -48,9 +48,9 @@ class PersonalKey(AnswerKey):
         assignments=problems.ASSIGNMENTS,
         known: dict[str, dict] | None = None,
         seed: int | None = None,
-        tag_keys: dict[str, dict[str, bytes]] | None = None,
+        public_keys: dict[str, bytes] | None = None,
     ) -> PersonalKey:
-        """known：已经分配好的 {学生 id: {作业: 参数}}；tag_keys：每人每章的签名子密钥（Gradescope 的 zip 里带着这两样，
+        """known：已经分配好的 {学生 id: {作业: 参数}}；public_keys：每章验证参数签名的公钥（Gradescope 的 zip 里带着这两样，
         容器里没有教师密钥）"""
         published = {a.id: a.value() for a in answers.ANSWER_LIST if a.kind == "value"}
         for aid, value in published.items():  # 参考算法在发布版上与解答笔记本一致
@@ -78,17 +78,15 @@ class PersonalKey(AnswerKey):
             json.dumps([base.fingerprint, ids, values], sort_keys=True).encode() + salt
         ).hexdigest()[:16]
         names = {s.id: s.name for s in students}
-        if tag_keys is None:
-            tag_keys = (
-                {sid: {a: variants.tag_key(secret, a, sid) for a in assignments} for sid in ids} if secret else {}
-            )
-        return cls(base.entries, digest, names, params, values, published, tag_keys)
+        if public_keys is None:
+            public_keys = {a: variants.public_key(secret, a) for a in assignments} if secret else {}
+        return cls(base.entries, digest, names, params, values, published, public_keys)
 
     def authentic(self, sid: str, assignment: str, written: dict, tag) -> bool:
         """笔记本参数单元里的参数（一个不缺）是不是这个密钥发给学生 sid 的（shardlab-assign 写的签名对得上）"""
-        key = self.tag_keys.get(sid, {}).get(assignment)
+        public = self.public_keys.get(assignment)
         names = {p.name for p in problems.params_of(assignment)}
-        return key is not None and set(written) == names and variants.verify(key, written, tag)
+        return public is not None and set(written) == names and variants.verify(public, assignment, sid, written, tag)
 
     def issue(self, sid: str, assignment: str, params: dict) -> None:
         """按学生笔记本里（签名对得上的）参数评分：花名册改过之后，推出的参数可能不是当初发给他的"""
@@ -151,8 +149,8 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
     if reissued:
         notes.append(
             f"{len(reissued)} 名学生（{'、'.join(reissued[:10])}{'…' if len(reissued) > 10 else ''}）笔记本里的参数与现在的花名册"
-            "推出的不同，但签名表明它们正是这个密钥当初发给他们的：按笔记本里的数评分。花名册在生成个人版之后改过（删了行、"
-            "调换了顺序）？以后请只在末尾加人"
+            "推出的不同，但签名对得上：这些数是用这个密钥为他们生成的，按笔记本里的数评分。多半是花名册在生成个人版之后改过"
+            "（删了行、调换了顺序）；如果花名册没改过，请核对这几份提交"
         )
     if not proof and len(own) >= MIN_CHECKED and len(bad) > KEY_MISMATCH_SHARE * len(own):
         examples = "；".join(

@@ -32,6 +32,7 @@ import secrets
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -445,23 +446,30 @@ def reap_uid(uid: int, timeout: float = 10.0) -> bool:
 SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")  # 所有人都能写的目录
 
 
-def remove_uid_files(uid: int, roots=SHARED_DIRS) -> int:
-    """删掉 roots 里属于 uid 的文件和目录（不跟随符号链接）；返回删掉了几个。uid 模式没有私有的 /tmp，用这个收尾"""
-    removed = 0
-    for root in roots:
+def remove_uid_files(uid: int, roots=SHARED_DIRS, limit: int = 200_000) -> int:
+    """删掉 roots 里（和它们下面所有人都能写的子目录里）属于 uid 的文件和目录（不跟随符号链接）；返回删掉了几个。
+    uid 模式没有私有的 /tmp，用这个收尾；最多看 limit 个目录项"""
+    removed, seen = 0, 0
+    stack = [r for r in roots if os.path.isdir(r) and not os.path.islink(r)]
+    while stack and seen < limit:
         try:
-            entries = list(os.scandir(root))
+            entries = list(os.scandir(stack.pop()))
         except OSError:
             continue
         for entry in entries:
+            seen += 1
             try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-                removed += 1
+                info = entry.stat(follow_symlinks=False)
+                if info.st_uid == uid:
+                    if stat.S_ISDIR(info.st_mode):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        os.unlink(entry.path)
+                    removed += 1
+                elif (
+                    stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002
+                ):  # 别人的、所有人都能写的目录：uid 可能在里面留了东西
+                    stack.append(entry.path)
             except OSError:
                 continue
     return removed

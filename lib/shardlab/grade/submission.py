@@ -166,12 +166,18 @@ def _param_note(raw: dict, chapter: int, res: dict, ctx: Context) -> None:
     listed = "、".join(changed)
     if peek.tag and ctx.key.authentic(sid, assignment, dict(derived), peek.tag):
         note = f"参数单元里的 {listed} 被改过（与发给你的数不同）：评分按发给你的数判定，不按改过的数"
+        ta = f"参数单元里的 {listed} 被学生改过（签名对得上发给他的数）：按发给他的数评分"
     elif peek.tag:  # 签名对哪一组参数都对不上：也可能是评分器那边配错了密钥或花名册，不能说是学生改的
         note = (
             f"参数单元里的 {listed} 与评分器为你准备的数不同，笔记本的签名也对不上：按评分器的数判定。"
             "如果你没有改过参数单元，多半是评分器的配置有误，请告诉教师"
         )
+        ta = (
+            f"参数单元里的 {listed} 与花名册推出的不同，签名也对不上：可能是交了别人的笔记本、改过签名，"
+            "或者评分用的密钥与花名册不是生成个人版时的那一套"
+        )
     else:
         note = f"参数单元里的 {listed} 与为你生成的数不同：评分按为你生成的数（花名册）判定，不按笔记本里的数"
+        ta = f"参数单元里的 {listed} 与花名册推出的不同（笔记本没有签名）：按花名册的数评分"
     res["notes"].append(note)
-    res["ta_notes"].append(note)
+    res["ta_notes"].append(ta)
