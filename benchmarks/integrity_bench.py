@@ -116,16 +116,19 @@ def run(n: int, assignment: str, secret: bytes, rng: random.Random) -> dict:
     pub = {s.id: s.value() for s in specs}
     copy_pairs = [(sid, ids[(k + 1) % n]) for k, sid in enumerate(ids)]
     whole = [_result(me, vals[src], vals[me], params[me]) for me, src in copy_pairs]
-    caught_whole = sum((me, src) in _flags(whole, vals, assignment) for me, src in copy_pairs)
+    flagged = _flags(whole, vals, assignment)
+    caught_whole = sum((me, src) in flagged for me, src in copy_pairs)
     book = [_result(me, pub, vals[me], params[me]) for me in ids]
-    caught_book = sum((me, integrity.PUBLISHED) in _flags(book, vals, assignment) for me in ids)
+    flagged = _flags(book, vals, assignment)
+    caught_book = sum((me, integrity.PUBLISHED) in flagged for me in ids)
     half = []
     for me, src in copy_pairs:
         chosen = set(rng.sample([s.id for s in specs], len(specs) // 2))
         half.append(
             _result(me, {a: (vals[src][a] if a in chosen else vals[me][a]) for a in vals[me]}, vals[me], params[me])
         )
-    caught_half = sum((me, src) in _flags(half, vals, assignment) for me, src in copy_pairs)
+    flagged = _flags(half, vals, assignment)
+    caught_half = sum((me, src) in flagged for me, src in copy_pairs)
     return {
         "n": n,
         "assignment": assignment,
