@@ -495,3 +495,10 @@ def test_uid_mode_cleans_what_the_student_left_in_world_writable_directories(tmp
     (shared / "root-owned").write_text("留着")
     assert sandbox.remove_uid_files(uid, roots=[str(tmp_path)]) == 3
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["root-owned", "ww"]
+
+
+def test_sandbox_workdirs_are_absolute(tmp_path, monkeypatch):
+    """--out 给的是相对路径时，沙箱里的路径曾经拼错（uid 模式下全班“评分进程崩溃”）"""
+    monkeypatch.chdir(tmp_path)
+    box = sandbox.Sandbox(tmp_path, sandbox.Limits(), mode="uid", workdir=Path("out/.work"))
+    assert box.workdir == tmp_path / "out" / ".work" and box.workdir.is_absolute()

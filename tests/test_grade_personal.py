@@ -538,7 +538,7 @@ def test_hostile_students_who_edit_their_parameters_cannot_stop_the_class():
     found += [_found(s, f"{s}.ipynb", 5, {**drawn[s], "B": 7168, "D": 2048}, tags[s]) for s in ("s2", "s3")]
     assert personal.reconcile(found, key, "ch05") == (None, [])
     stripped = [_found(s, f"{s}.ipynb", 5, {**drawn[s], "B": 7168, "D": 2048}, None) for s in ("s1", "s2", "s3")]
-    assert personal.reconcile(stripped, key, "ch05")[0].startswith("密钥不对？")  # 没有签名可作证时仍按多数判断
+    assert personal.reconcile(stripped, key, "ch05")[0].startswith("学生交的不是个人版？")  # 没有签名可作证：按多数判断
 
 
 def test_a_file_that_only_claims_a_classmate_in_its_metadata_needs_that_classmates_signature():
@@ -578,3 +578,30 @@ def test_ta_table_cells_stay_cells_whatever_the_names_contain():
 def test_excel_scientific_ids_are_explained():
     with pytest.raises(roster.RosterError, match="科学记数法"):
         roster.parse("id,name\n2.02E+06,张三\n")
+
+
+def test_gradescope_export_folders_need_their_metadata():
+    export = {"submission_100": [{"sid": "alice", "email": ""}]}
+    assert identify.identify(("submission_100", "x.ipynb"), TABLE, None, export).sid == "alice"
+    unlisted = identify.identify(("submission_101", "s002.ipynb"), TABLE, "S002", export)
+    assert unlisted.sid is None and "没有列在" in unlisted.reason  # 以前：按学生起的文件名算成 S002 的
+    no_yml = identify.identify(("submission_101", "s002.ipynb"), TABLE, None, {})
+    assert no_yml.sid is None and "submission_metadata.yml" in no_yml.reason
+
+
+def test_wrong_roster_wrong_chapter_and_public_notebooks_get_the_right_diagnosis(tmp_path, capsys):
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    base = [str(own), "--course", str(ROOT), "--no-progress", "--sandbox", "rlimit", "--secret-file", str(secret)]
+    other = tmp_path / "other.csv"
+    other.write_text("id,name\nt001,X\nt002,Y\nt003,Z\n", encoding="utf-8")
+    assert cli.main([*base, "--out", str(tmp_path / "o1"), "--roster", str(other), "--chapter", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "花名册不对？3 份提交里有 3 份" in err and "'s000' 也不在花名册里" in err  # 以前：rc 0，全班 0 分
+    assert cli.main([*base, "--out", str(tmp_path / "o2"), "--roster", str(roster_path), "--chapter", "6"]) == 2
+    assert "都是第 5 章的练习" in capsys.readouterr().err  # 以前：rc 0，全班 other-chapter、0 分
+    for sid in ("s000", "s001", "s002"):  # 全班交的都是公开的练习（书上的数，没有签名）
+        shutil.copy(ROOT / "exercises" / "ch05_exercises.ipynb", own / sid / "ch05_exercises.ipynb")
+    assert cli.main([*base, "--out", str(tmp_path / "o3"), "--roster", str(roster_path), "--chapter", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "学生交的不是个人版？" in err and "3 份是书上的数" in err and "--trust-key" in err
+    assert not any((tmp_path / name).exists() for name in ("o1", "o2", "o3"))

@@ -146,6 +146,7 @@ def test_missing_metadata_or_unknown_student_or_no_notebook_still_writes_results
         res = gradescope.dry_run(zip_path, nbs, users)
         jsonschema.validate(res, RESULTS_SCHEMA)
         assert res["score"] == 0 and words in res["output"], (name, res["output"])
+        assert sum(t["max_score"] for t in res["tests"]) == N5 + 2  # 以前：Gradescope 上显示 0 / 0
 
 
 def test_student_id_comes_from_sid_then_email():
@@ -172,8 +173,8 @@ def test_run_autograder_grades_the_students_variant_with_weights(built):
     assert {t["score"] for t in copied["tests"] if t["name"].split("：")[0] in varies} == {0}
     other = _dry(zip_path, [own / "s000" / "ch05_exercises.ipynb"], "s001")  # 拿了同学的笔记本
     text = json.dumps(other, ensure_ascii=False)
-    assert "另一位同学" not in text and "抄" not in text  # 证据只给助教；这里只说参数单元与为你生成的不同
-    assert "参数单元" in other["output"]
+    assert "抄" not in text  # 证据只给助教
+    assert "发给另一位同学的个人版" in other["output"]  # 签名说明了这是谁的笔记本：不怪评分器的配置
 
     group = _dry(zip_path, [own / "s002" / "ch05_exercises.ipynb"], "s001", "s002")  # 小组：笔记本是 s002 的
     assert group["score"] == N5 + 2 and "组员 s002" in group["output"]  # 以前：按 users[0] 评，几乎全错
@@ -301,3 +302,23 @@ def test_a_zip_built_with_the_wrong_key_is_caught_by_the_dry_run_and_never_blame
     captured = capsys.readouterr()
     assert rc == 1 and "签名与这个 zip 对不上" in captured.err  # 以前：rc 0，没有任何提示
     assert "如果你没有改过参数单元" in captured.out and "被改过" not in captured.out  # 以前：告诉学生是他改了数
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SANDBOXED, reason="需要 root 与 bubblewrap")
+def test_dry_run_names_a_wrong_chapter_or_roster_instead_of_a_wrong_key(built, tmp_path, capsys):
+    work, _, secret, own, _ = built
+    nb = own / "s001" / "ch05_exercises.ipynb"
+    ch6 = tmp_path / "ch6.zip"
+    assert gradescope.main(["--secret-file", str(secret), "--out", str(ch6), "--chapter", "6", "--roster",
+                            str(work / "roster.csv"), "--course", str(ROOT)]) == 0  # fmt: skip
+    assert cli.main(["gradescope-dry-run", str(ch6), str(nb), "--sid", "s001"]) == 1
+    err = capsys.readouterr().err
+    assert "是第 5 章的练习，这个 zip 评第 6 章" in err and "密钥" not in err  # 以前：说是密钥或花名册错了
+    other = tmp_path / "other.csv"
+    other.write_text("id,name\nt001,X\n", encoding="utf-8")
+    wrong = tmp_path / "roster.zip"
+    assert gradescope.main(["--secret-file", str(secret), "--out", str(wrong), "--chapter", "5", "--roster",
+                            str(other), "--course", str(ROOT)]) == 0  # fmt: skip
+    assert cli.main(["gradescope-dry-run", str(wrong), str(nb), "--sid", "s001"]) == 1  # 以前：退出码 0
+    assert "不在 zip 的花名册里" in capsys.readouterr().err

@@ -125,7 +125,7 @@ def build_zip(
         "weights": weights,
         "student_user": STUDENT_USER,
     }
-    people = [{"id": s.id, "email": s.email, "lms_id": s.lms_id} for s in students]  # 没有姓名：容器里用不到
+    people = [{"id": s.id, "email": s.email} for s in students]  # 只有学号和邮箱：姓名、LMS 用户号容器里用不到
     files: dict[str, bytes] = {
         "setup.sh": SETUP_SH.encode(),
         "run_autograder": RUN_AUTOGRADER.encode(),
@@ -185,8 +185,13 @@ def _write(root: Path, res: dict) -> None:
     report.atomic_write(root / "results" / "results.json", json.dumps(res, ensure_ascii=False, indent=1), 0o644)
 
 
-def _fail(root: Path, message: str) -> dict:
-    res = _results(0.0, message, [])
+def _fail(root: Path, message: str, chapter: int | None = None, weights: dict | None = None) -> dict:
+    """整份没有评：0 分；知道章时每道题一项（0 分，满分照旧），Gradescope 上不会显示成 0 / 0"""
+    tests = []
+    for spec in answers.chapter_answers(f"ch{chapter:02d}") if chapter else ():
+        tests.append({"name": f"{spec.id}：{spec.meaning}", "score": 0.0, "max_score": (weights or {}).get(spec.id, 1.0),
+                      "status": "failed", "output": message, "visibility": "visible"})  # fmt: skip
+    res = _results(0.0, message, tests)
     _write(root, res)
     return res
 
@@ -281,25 +286,28 @@ def run(root: Path) -> dict:
     try:
         config = json.loads((private / "config.json").read_text(encoding="utf-8"))
         chapter = int(config["chapter"])
+        weights = {k: float(v) for k, v in (config.get("weights") or {}).items()}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return _fail(root, f"评分器的配置读不了（{exc}）：请教师重新生成 autograder.zip")
     try:
         metadata = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        return _fail(root, f"读不了 submission_metadata.json（{exc}）：没法知道这是哪位学生的提交")
+        return _fail(root, f"读不了 submission_metadata.json（{exc}）：没法知道这是哪位学生的提交", chapter, weights)
     group = members(metadata)
     if not group:
-        return _fail(root, "submission_metadata.json 里没有学号（users[].sid）或邮箱：没法找到这位学生的个人版")
+        return _fail(
+            root, "submission_metadata.json 里没有学号（users[].sid）或邮箱：没法找到这位学生的个人版", chapter, weights
+        )
     people = json.loads((private / "roster.json").read_text(encoding="utf-8"))
     ids = {roster.normalize(p["id"]): p["id"] for p in people}
     ids.update({roster.normalize(p["email"]): p["id"] for p in people if p.get("email")})
     known = list(dict.fromkeys(ids[roster.normalize(g)] for g in group if roster.normalize(g) in ids))
     if not known:
         shown = "、".join(terminal(g, 60) for g in group)
-        return _fail(root, f"学号 {shown} 不在花名册里：请联系教师（个人版按花名册生成）")
+        return _fail(root, f"学号 {shown} 不在花名册里：请联系教师（个人版按花名册生成）", chapter, weights)
     path, peek, file_note = choose_notebook(root / "submission", chapter, known)
     if path is None:
-        return _fail(root, f"提交里没有 .ipynb 笔记本：请上传你的 ch{chapter:02d}_exercises.ipynb")
+        return _fail(root, f"提交里没有 .ipynb 笔记本：请上传你的 ch{chapter:02d}_exercises.ipynb", chapter, weights)
     sid, group_note = known[0], ""
     if len(group) > 1:
         claimed = peek.student if peek is not None else None
@@ -312,7 +320,7 @@ def run(root: Path) -> dict:
         )
     mode, uid, isolation = choose_isolation(config)
     if mode is None:
-        return _fail(root, f"评分器不能安全地运行你的笔记本（{isolation}）：这不是你的错，请告诉教师")
+        return _fail(root, f"评分器不能安全地运行你的笔记本（{isolation}）：这不是你的错，请告诉教师", chapter, weights)
     assignment = f"ch{chapter:02d}"
     variants_doc = json.loads((private / "variants.json").read_text(encoding="utf-8"))
     public = json.loads((private / "public_key.json").read_text(encoding="utf-8"))
@@ -328,11 +336,10 @@ def run(root: Path) -> dict:
         if written != key.params[sid][assignment] and key.authentic(sid, assignment, written, peek.tag):
             key.issue(sid, assignment, dict(written))  # 花名册在生成个人版之后改过：按当初发给这个学生的数评分
             issued_note = "按你的笔记本里（由教师的密钥生成、签名对得上）的题目参数评分"
-    weights = {k: float(v) for k, v in (config.get("weights") or {}).items()}
     try:
         res = _grade(root, path, sid, chapter, key, int(config["seed"]), weights, mode, uid, source)
     except IsolationError as exc:
-        return _fail(root, f"评分器不能安全地运行你的笔记本（{exc}）：这不是你的错，请告诉教师")
+        return _fail(root, f"评分器不能安全地运行你的笔记本（{exc}）：这不是你的错，请告诉教师", chapter, weights)
     if uid is not None:
         reap_uid(uid)  # 评分器写结果之前，学生的进程一个不剩
     return _report(root, res, chapter, weights, [f"学号 {sid}，第 {chapter} 章", group_note, file_note, issued_note,
@@ -444,8 +451,17 @@ def signature_warnings(zip_path: Path, notebooks: list[Path], sids: list[str]) -
             peek = inject.peek(inject.read_notebook(read_submission(Path(nb))))
         except (inject.SubmissionError, Unreadable, OSError):
             continue
+        if peek.chapter is not None and f"ch{peek.chapter:02d}" != assignment:
+            out.append(f"{Path(nb).name} 是第 {peek.chapter} 章的练习，这个 zip 评第 {assignment[2:].lstrip('0')} 章")
+            continue
         sid = by_id.get(roster.normalize(peek.student or ""))
-        if not peek.tag or sid is None or sid not in {by_id.get(roster.normalize(s)) for s in sids}:
+        wanted = {by_id.get(roster.normalize(s)) for s in sids}
+        if peek.student and sid is None:
+            out.append(
+                f"{Path(nb).name} 是发给 {peek.student} 的个人版，但这个学号不在 zip 的花名册里：生成 zip 用的 --roster 对吗？"
+            )
+            continue
+        if not peek.tag or sid is None or sid not in wanted:
             continue
         written = problems.written(assignment, peek.param_sources)
         derived = problems.from_values(assignment, issued[sid][assignment])
@@ -479,6 +495,8 @@ def dry_run_main(argv: list[str]) -> int:
         print(f"shardlab-grade gradescope-dry-run：{exc}", file=sys.stderr)
         return 2
     warnings = signature_warnings(args.zip, args.notebooks, args.sid)
+    if all(t["output"] == res["output"] and not t["score"] for t in res["tests"]):  # 整份没有评（学号不在花名册里……）
+        warnings.append(f"这份提交没有评分：{res['output']}")
     for warning in warnings:
         print(f"警告：{warning}", file=sys.stderr)
     total = sum(t["max_score"] for t in res["tests"])

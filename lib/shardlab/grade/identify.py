@@ -143,9 +143,13 @@ def _from_lms(name: str, table: Roster) -> Lms | None:
 
 
 def _from_export(folder: str, export: dict[str, list[dict]], table: Roster) -> Lms | None:
-    """Gradescope 导出的 submission_<号>/ 文件夹：提交者由 submission_metadata.yml 决定"""
-    if not _GRADESCOPE.match(folder) or folder not in export:
+    """Gradescope 导出的 submission_<号>/ 文件夹：提交者由 submission_metadata.yml 决定；yml 里没有这个文件夹（或根本没有 yml）
+    时不评：不退回到学生自己起的文件名"""
+    if not _GRADESCOPE.match(folder):
         return None
+    if folder not in export:
+        why = "没有列在 submission_metadata.yml 里" if export else "旁边没有 Gradescope 导出的 submission_metadata.yml"
+        return Lms(set(), "", f"像 Gradescope 导出的提交文件夹，但{why}：请把整个导出解压到提交目录")
     people = export[folder]
     found = {table.exact(p.get("sid", "")) or table.by_email.get(p.get("email", "").casefold()) for p in people}
     found.discard(None)
@@ -195,9 +199,10 @@ def identify(
             None,
             reason=f"{how}能对上不止一个学生 id（{'、'.join(sorted(candidates))}），笔记本里也没有能确定的 id；不猜",
         )
+    claimed = f"笔记本里写的 id {embedded!r} 也不在花名册里" if embedded else "笔记本里也没有写 id"
     return Identity(
         None,
-        reason="认不出是哪位学生：文件名和文件夹名里没有花名册里的 id，笔记本里也没有写 id；"
+        reason=f"认不出是哪位学生：文件名和文件夹名里没有花名册里的 id，{claimed}；"
         "请把文件放进 <id>/ 文件夹，或在花名册里加 lms_id / email 列",
     )
 

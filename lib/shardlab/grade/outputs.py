@@ -91,7 +91,7 @@ def csv_text(header: list[str], rows: list[list]) -> str:
     """UTF-8 带 BOM 的 CSV；每个单元格经过 csv_cell"""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")
-    w.writerow(header)
+    w.writerow([csv_cell(h) for h in header])  # 表头也可能来自教师的输入（--canvas-column）
     for row in rows:
         w.writerow([csv_cell(_num(c)) if isinstance(c, float) else csv_cell(c) for c in row])
     return "\ufeff" + buf.getvalue()
@@ -107,7 +107,12 @@ def _problem_ids(results: list[dict], chapter: int | None) -> list[str]:
     return [i for i in ids if i in seen or chapter is not None]
 
 
-def rows(results: list[dict], roster_students=None, chapter=None, weights=None) -> tuple[list[str], list[dict]]:
+NOT_GRADED = "还没有评（评分被中断）"
+
+
+def rows(
+    results: list[dict], roster_students=None, chapter=None, weights=None, pending=frozenset()
+) -> tuple[list[str], list[dict]]:
     """(题目 id 列表, 每个学生一行)：{'id','name','status','points':{题: 分},'total','max','file'}
 
     有花名册时每个学生取计入成绩的那一份（``counted``）；没有时每份提交一行。分数已经按权重算好（结果里的 points）。
@@ -130,7 +135,7 @@ def rows(results: list[dict], roster_students=None, chapter=None, weights=None) 
             if p["id"] in points:
                 points[p["id"]] = float(p["points"])
         if res is None:
-            status, file = NO_SUBMISSION, ""
+            status, file = (NOT_GRADED if sid in pending else NO_SUBMISSION), ""
         else:
             status, file = st.text(res.get("status", st.GRADED)), res.get("file", "")
         total = float(res["points"]) if res is not None else 0.0
@@ -295,9 +300,10 @@ def write_all(
     integrity=None,
     notes=(),
     interrupted=False,
+    pending=frozenset(),
 ):
     """写出 grades_wide.csv、canvas.csv、summary.md（和有花名册时的 ta/ 三个文件）；write(path, text, mode=None) 是原子写"""
-    pids, table = rows(results, roster_students, chapter, weights)
+    pids, table = rows(results, roster_students, chapter, weights, pending)
     if interrupted:  # 没评完：不给能导入的成绩表（以前：没评到的学生在 canvas.csv 里是 0 分、“没有提交”）
         for name in ("grades_wide.csv", "canvas.csv"):
             (out / name).unlink(missing_ok=True)

@@ -158,6 +158,14 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
             + "、".join(params_mismatch(assignment, key.params[sid][assignment], f.written_params)[:3])
             for sid, f in bad[:3]
         )
+        if not any(f.peek.tag for _, f in bad):  # 一份签名也没有：多半交的是公开的练习，不是个人版
+            published = problems.published(assignment)
+            book = sum(all(f.written_params.get(k) == v for k, v in published.items()) for _, f in bad)
+            return (
+                f"学生交的不是个人版？{len(own)} 名学生的第 {chapter} 章笔记本里，有 {len(bad)} 名的题目参数不是为他们生成的，"
+                f"而且一份签名也没有（其中 {book} 份是书上的数：公开的 exercises/ 练习）。请确认发给学生的是 shardlab-assign 写出的个人版，"
+                f"或者密钥（--secret-file）与花名册（--roster）是生成个人版时的那一套（例如 {examples}）。什么也没有写。"
+            ), notes
         return (
             f"密钥不对？{len(own)} 名学生自己的第 {chapter} 章笔记本里，有 {len(bad)} 名的题目参数既不是这个密钥和花名册推出的，"
             f"签名也对不上（例如 {examples}）。请确认 --secret-file 是生成个人版（shardlab-assign）时的那个密钥，"

@@ -148,7 +148,7 @@ class Sandbox:
         """staged：stage_library 返回的 shardlab 副本（一个包目录）；workdir：每次运行的临时目录建在这里；
         uid：学生代码用的 uid（默认每次随机取一个 ≥ 200000 的；Gradescope 里是 setup.sh 建的专用用户）"""
         self.staged = Path(staged)
-        self.workdir = workdir
+        self.workdir = Path(workdir).absolute() if workdir is not None else None  # 沙箱里的路径必须是绝对的
         self._stopped = False
         self.limits = limits
         self.mode = mode or detect_mode()

@@ -150,6 +150,14 @@ def _grade(data: bytes, res: dict, ctx: Context) -> None:
     _param_note(raw, prep.chapter, res, ctx)
 
 
+def _signed_for(key, assignment: str, written: dict, tag: str, sid: str) -> str | None:
+    """签名对得上的是哪位别的同学（笔记本是发给他的个人版）；没有时为 None"""
+    for other in getattr(key, "params", {}):
+        if other != sid and key.authentic(other, assignment, written, tag):
+            return other
+    return None
+
+
 def _param_note(raw: dict, chapter: int, res: dict, ctx: Context) -> None:
     """参数单元里的数与为这个学生生成的不同（改过参数单元，或拿了别人的笔记本）：照样按生成的数评分，告诉学生和助教"""
     params = getattr(ctx.key, "params", {}).get(res.get("roster_id") or "")
@@ -167,6 +175,9 @@ def _param_note(raw: dict, chapter: int, res: dict, ctx: Context) -> None:
     if peek.tag and ctx.key.authentic(sid, assignment, dict(derived), peek.tag):
         note = f"参数单元里的 {listed} 被改过（与发给你的数不同）：评分按发给你的数判定，不按改过的数"
         ta = f"参数单元里的 {listed} 被学生改过（签名对得上发给他的数）：按发给他的数评分"
+    elif peek.tag and (owner := _signed_for(ctx.key, assignment, written, peek.tag, sid)):
+        note = f"你交的笔记本是发给另一位同学的个人版（参数 {listed} 不是你的）：按你自己的数判定"
+        ta = f"交的是发给 {owner} 的个人版（签名对得上 {owner}）：按 {sid} 自己的数评分"
     elif peek.tag:  # 签名对哪一组参数都对不上：也可能是评分器那边配错了密钥或花名册，不能说是学生改的
         note = (
             f"参数单元里的 {listed} 与评分器为你准备的数不同，笔记本的签名也对不上：按评分器的数判定。"
