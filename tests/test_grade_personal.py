@@ -334,7 +334,9 @@ def test_class_with_own_answers_scores_full_and_copying_is_evidence_for_the_ta(t
     assert [wide[s]["total"] for s in ("s000", "s001", "s003")] == [str(n)] * 3
     copied = {r["problem"]: r["status"] for r in rows if r["roster_id"] == "s002"}
     assert set(copied.values()) <= {status.CORRECT, status.WRONG}  # 学生的成绩册和反馈里没有“抄袭”
-    assert "同学" not in (out / "feedback" / "s002.md").read_text(encoding="utf-8")
+    feedback_s002 = (out / "feedback" / "s002.md").read_text(encoding="utf-8")
+    assert "抄" not in feedback_s002 and "s000" not in feedback_s002  # 不指控、不点名；只说交的不是发给他的个人版
+    assert "发给另一位同学的个人版" in feedback_s002
     flagged = assign_bench.flagged(out)
     assert [(r["student"], r["source"]) for r in flagged] == [("s002", "s000")]
     ta_md = (out / "ta" / "integrity.md").read_text(encoding="utf-8")
