@@ -321,6 +321,9 @@ def test_results_are_never_stale(tmp_path, key_file, monkeypatch):
         key2, "a.ipynb"
     )  # 只评 a：b 的旧结果（旧答案表下的）不进这次的成绩册和汇总（以前：标成 current = no 照样导出）
     assert [r["student"] for r in doc["summary"]] == ["a"] and doc["meta"]["not_in_this_run"] == ["b.json"]
+    assert (
+        not (out / "feedback" / "b.md").exists() and (out / "stale-feedback" / "b.md").exists()
+    )  # 不会被当成这次的发出去
     totals = [r["student"] for r in csv.DictReader((out / "totals.csv").open(encoding="utf-8-sig"))]
     wide = [r["id"] for r in csv.DictReader((out / "grades_wide.csv").open(encoding="utf-8-sig"))]
     assert totals == wide == ["a"]
@@ -480,6 +483,7 @@ def test_outputs_go_back_to_the_instructor_who_ran_sudo(tmp_path, key_file, monk
     assert cli.main([*args, "--no-progress"]) == 0
     owners = {p.relative_to(out).as_posix(): (p.lstat().st_uid, p.lstat().st_gid) for p in out.rglob("*")}
     assert owners.pop("notes-of-another-user.txt") == (4242, 4242)  # 输出目录里原来就有的别人的文件不动
+    assert out.stat().st_uid == 0  # 输出目录本来就在（不是评分器建的）：不交出去（以前：/tmp 这样的目录也会被交出去）
     assert owners and {k: v for k, v in owners.items() if v != (4321, 4321)} == {}
 
 

@@ -63,7 +63,12 @@ TABLE = identify.Roster(
         (("zhangwang_LATE_12345_67890_ch05_exercises-1.ipynb",), None, "s005"),  # Canvas 迟交
         (("smithalice_999_81_ch05.ipynb",), None, None),  # Canvas 用户号不在 lms_id 列里：不是这个班的学生
         (("mallory_55555_5002_alice.ipynb",), "alice", None),  # 以前：按学生自己起的“alice”算成 alice 的，还可能诬陷她
-        (("Alice Smith_777_assignsubmission_file_", "ch05.ipynb"), None, None),  # Moodle，同上
+        (
+            ("Alice Smith_777_assignsubmission_file_", "ch05.ipynb"),
+            None,
+            "alice",
+        ),  # Moodle 的参与者号每个作业都不同：按姓名
+        (("Mallory_777_assignsubmission_file_", "alice.ipynb"), "alice", None),  # 姓名对不上：不看学生自己起的文件名
         (("s005_2024_1_ch05.ipynb",), None, "s005"),  # 不是 Canvas 的名字（姓名部分有数字）
         (("S002", "作业_2024_10_15.ipynb"), None, "S002"),  # 学生自己的文件夹说了算（以前：当成 Canvas 的名字，不评）
         (("s005", "lisi_24680_1234_ch05.ipynb"), None, "s005"),  # 以前：按文件名里的 Canvas 用户号算成别人的
@@ -607,3 +612,30 @@ def test_wrong_roster_wrong_chapter_and_public_notebooks_get_the_right_diagnosis
     err = capsys.readouterr().err
     assert "学生交的不是个人版？" in err and "3 份是书上的数" in err and "--trust-key" in err
     assert not any((tmp_path / name).exists() for name in ("o1", "o2", "o3"))
+
+
+def test_group_export_grades_every_member_and_wrong_key_is_caught_with_one_submission():
+    export = {"submission_444": [{"sid": "s005", "email": ""}, {"sid": "alice", "email": ""}]}
+    got = identify.identify(("submission_444", "nb.ipynb"), TABLE, "alice", export)
+    assert got.sid == "alice" and got.group == ["alice", "s005"]
+    res = _res("alice", {"ch05-p1a": True}, rid="alice")
+    res["group"] = ["alice", "s005"]
+    students = [roster.Student("alice", "A", 2), roster.Student("s005", "B", 3)]
+    _, table = outputs.rows([res], students, 5)
+    assert [r["total"] for r in table] == [1, 1] and "小组提交" in table[1]["status"]  # 以前：s005 “没有提交”
+    key = personal.PersonalKey.build(_published_key(), STUDENTS[:1], b"another secret of 32 bytes......", ("ch05",))
+    drawn, tags = _issued(STUDENTS[:1])
+    late = [_found("s1", "s1.ipynb", 5, drawn["s1"], tags["s1"])]  # 只收到一份（迟交的）：以前不核对，按错的数评了分
+    assert personal.reconcile(late, key, "ch05")[0].startswith("密钥不对？")
+
+
+def test_roster_ids_changed_since_assign_are_caught():
+    """Excel 把 0012 存成了 12：以前整个班按错的数评分，一句提示也没有"""
+    students = [roster.Student("0012", "A", 2), roster.Student("0034", "B", 3)]
+    drawn, tags = _issued(students)
+    renamed = [roster.Student("12", "A", 2), roster.Student("34", "B", 3)]
+    key = personal.PersonalKey.build(_published_key(), renamed, SECRET, ("ch05",))
+    found = [_found(new.id, f"{new.id}.ipynb", 5, drawn[old.id], tags[old.id], student=old.id)
+             for old, new in zip(students, renamed)]  # fmt: skip
+    problem, _ = personal.reconcile(found, key, "ch05")
+    assert problem.startswith("花名册里的 id 与生成个人版时的不同？") and "其中 2 份的签名" in problem

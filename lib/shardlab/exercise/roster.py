@@ -88,9 +88,10 @@ def parse(text: str, source: str = "花名册") -> list[Student]:
     cols = [h.strip().lower() for h in header]
     missing = [c for c in REQUIRED if c not in cols]
     if missing:
+        hint = "；看起来是用分号分隔的（有的 Excel 这样存）：请另存为逗号分隔的 CSV" if ";" in ",".join(header) else ""
         raise RosterError(
             f"{source}缺少列（column）{'、'.join(missing)}：第一行应当是表头（header），至少有 id,name 两列；"
-            f"现在的表头是 {','.join(header) or '（空）'}"
+            f"现在的表头是 {','.join(header) or '（空）'}{hint}"
         )
     i_id, i_name = cols.index("id"), cols.index("name")
     extra = {c: cols.index(c) for c in OPTIONAL if c in cols}

@@ -238,7 +238,9 @@ def new_secret(path) -> Path:
     try:
         fd = os.open(path, flags, 0o600)
     except FileExistsError:
-        raise ValueError(f"{path} 已经存在：不会覆盖密钥（换了密钥，已经发出的个人版就对不上了）") from None
+        raise ValueError(
+            f"{path} 已经存在（或是一个符号链接）：不会覆盖密钥（换了密钥，已经发出的个人版就对不上了）"
+        ) from None
     except OSError as exc:
         raise ValueError(f"写不了密钥文件 {path}：{exc.strerror or exc}") from None
     try:

@@ -165,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             variants.VariantError) as exc:  # fmt: skip
         return _fail(str(exc))
     out: Path = args.out.absolute()  # 沙箱的工作目录在它下面：相对路径到了沙箱里就不对了
+    created = not out.exists()  # 只有评分器自己建的输出目录才交还给 sudo 的调用者
     out.mkdir(parents=True, exist_ok=True)
     try:
         lock = _lock(out)
@@ -177,15 +178,15 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc))
     finally:
         lock.close()
-        _hand_back(out)
+        _hand_back(out, created)
 
 
-def _hand_back(out: Path) -> None:
+def _hand_back(out: Path, created: bool) -> None:
     """经 sudo 运行时，把评分器建的目录交还给调用 sudo 的教师（文件在写的时候已经交还了，见 shardlab.atomic）；
     只动评分器自己的那几个名字，输出目录里别人的文件不碰"""
     if atomic.sudo_owner() is None:
         return
-    mine = [out, out / LOCK]
+    mine = ([out] if created else []) + [out / LOCK]
     for name in OUT_DIRS:  # 评分器自己的目录：里面 root 的文件（以前以 root 运行时写的、这次缓存着没重写的）也交还
         folder = out / name
         if folder.is_dir() and not folder.is_symlink():
@@ -205,7 +206,7 @@ def _check_weights(weights: dict[str, float], chapter: int) -> None:
         raise UsageError("；".join(bad))
 
 
-OUT_DIRS = ("results", "feedback", outputs.TA_DIR, WORK)
+OUT_DIRS = ("results", "feedback", outputs.TA_DIR, WORK, "stale-feedback")
 
 
 def _check_out(out: Path, chapter: int | None) -> None:
@@ -273,11 +274,11 @@ def _identify(found: Scan, who: Personal) -> None:
         if ident.sid is None:
             found.ignored.append({"file": f.rel, "reason": ident.reason})
             continue
-        f.roster_id, f.how, f.notes = ident.sid, ident.how, list(ident.notes)
+        f.roster_id, f.how, f.notes, f.group = ident.sid, ident.how, list(ident.notes), list(ident.group)
         keep.append(f)
     unmatched = len(found.found) - len(keep)
     if len(found.found) >= 2 and unmatched > len(found.found) / 2:
-        examples = "；".join(f"{terminal(i['file'], 60)}：{i['reason'][:80]}" for i in found.ignored[-unmatched:][:2])
+        examples = "；".join(f"{terminal(i['file'], 60)}：{i['reason']}" for i in found.ignored[-unmatched:][:2])
         raise UsageError(
             f"花名册不对？{len(found.found)} 份提交里有 {unmatched} 份对不上 --roster 里的学生（例如 {examples}）。"
             "请确认花名册是这个班的、文件是按教师指南“收作业”一节的方式放的。什么也没有写。"
@@ -626,14 +627,31 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     )
     print(overview, file=sys.stderr)
     if meta.get("not_in_this_run"):
+        moved = _set_aside_stale_feedback(out, {Path(n).stem for n in meta["not_in_this_run"]})
         print(
-            f"评分器：输出目录里有 {len(meta['not_in_this_run'])} 份以前的结果不属于这次的提交，没有进成绩册（文件还在 results/）",
+            f"评分器：输出目录里有 {len(meta['not_in_this_run'])} 份以前的结果不属于这次的提交，没有进成绩册（结果还在 results/；"
+            f"它们的 {moved} 份反馈移到了 {STALE}/，免得当成这次的发给学生）",
             file=sys.stderr,
         )
     if interrupted:
         print("评分被中断：已评的结果都已保存，再运行一次会接着评剩下的", file=sys.stderr)
         return 130
     return 0
+
+
+STALE = "stale-feedback"
+
+
+def _set_aside_stale_feedback(out: Path, stems: set[str]) -> int:
+    """以前评过、这次不在的提交的反馈移到 OUT/stale-feedback/（不删：它们由 results/ 里的结果写出，还能重新生成）"""
+    moved = 0
+    for stem in sorted(stems):
+        path = out / "feedback" / f"{stem}.md"
+        if path.is_file() and not path.is_symlink():
+            (out / STALE).mkdir(exist_ok=True)
+            os.replace(path, out / STALE / path.name)
+            moved += 1
+    return moved
 
 
 def _feedback_per_student(out: Path, results: list[dict]) -> None:

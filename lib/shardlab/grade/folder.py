@@ -51,6 +51,7 @@ class Found:
     roster_id: str | None = None  # 按个人版评分时：对上的花名册学生（shardlab.grade.identify）
     how: str = ""  # 怎样对上的（给助教看）
     notes: list[str] = field(default_factory=list)  # 给助教看的身份问题（笔记本里写的是另一个学生……）
+    group: list[str] = field(default_factory=list)  # 小组提交的全部组员（Gradescope 导出）
     written_params: dict | None = None  # 参数单元里写的参数（核对密钥用）
     peek: object = None  # inject.Peek：评分之前读出的章、笔记本里写的学生 id、参数单元；读不了时为 None
 
@@ -168,7 +169,8 @@ def _walk(root: bytes, rel: bytes, depth: int, add, result: Scan) -> None:
                 result.ignored.append({"file": show(sub), "reason": "目录太深（只看提交目录下两层）"})
             continue
         if not _is_notebook(name):
-            result.ignored.append({"file": show(sub), "reason": "不是 .ipynb 笔记本"})
+            if name != b"submission_metadata.yml":  # Gradescope 导出里的提交者名单：评分器读它，不是被忽略的文件
+                result.ignored.append({"file": show(sub), "reason": "不是 .ipynb 笔记本"})
             continue
         group = _stem(name) if not rel else rel.split(b"/")[0]
         add(os.path.join(root, sub), sub, group)

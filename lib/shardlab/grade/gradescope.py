@@ -445,12 +445,17 @@ def signature_warnings(zip_path: Path, notebooks: list[Path], sids: list[str]) -
     assignment = f"ch{int(config['chapter']):02d}"
     key = bytes.fromhex(public[assignment])
     by_id = {roster.normalize(k): k for k in issued}
-    out = []
+    peeks = []
     for nb in notebooks:
         try:
-            peek = inject.peek(inject.read_notebook(read_submission(Path(nb))))
+            peeks.append((nb, inject.peek(inject.read_notebook(read_submission(Path(nb))))))
         except (inject.SubmissionError, Unreadable, OSError):
             continue
+    right_chapter = any(p.chapter is not None and f"ch{p.chapter:02d}" == assignment for _, p in peeks)
+    out = []
+    for nb, peek in peeks:
+        if peek.chapter is not None and f"ch{peek.chapter:02d}" != assignment and right_chapter:
+            continue  # 评的会是那份本章的笔记本
         if peek.chapter is not None and f"ch{peek.chapter:02d}" != assignment:
             out.append(f"{Path(nb).name} 是第 {peek.chapter} 章的练习，这个 zip 评第 {assignment[2:].lstrip('0')} 章")
             continue

@@ -8,7 +8,8 @@ id 一律按 NFKC 规范化、不分大小写比较（``roster.normalize``）。
    - Moodle：``<姓名>_<参与者号>_assignsubmission_file_<原文件名>``（文件或文件夹）；
    - Gradescope 的 “Export Submissions”：``submission_<提交号>/`` 文件夹，配 ``submission_metadata.yml``
      （其中每个提交的 ``:submitters:`` 有 ``:sid:`` 与 ``:email:``）。
-   用户号对花名册的 ``lms_id`` 列，邮箱对 ``email`` 列；花名册没有 ``lms_id`` 列时按姓名（去掉空格与标点、不分大小写）。
+   Canvas 的用户号对花名册的 ``lms_id`` 列（没有这一列时按姓名）；Moodle 的参与者号每个作业都不同，只按姓名
+   （去掉空格与标点、不分大小写）；Gradescope 的提交者对 ``id`` 或 ``email`` 列。
    认不出就不评：学生自己起的那部分文件名和笔记本里写的 id 都不算，不然不在班上的人交的文件就能算到某个同学头上。
 2. 自己收的文件：文件夹名就是 id；整个文件名（去掉 .ipynb）就是 id；否则 id 作为一个完整的“词”出现在文件夹名或文件名里
    （前后是开头、结尾或 ``_ - . 空格 ( )``），如 ``s005_ch05.ipynb``、``ch05_exercises_s005.ipynb``、``alice_ch05 (1).ipynb``；
@@ -33,6 +34,7 @@ import yaml
 from shardlab.exercise import roster
 
 SEP = r"[_\-\s.()\[\]]"
+EXPORT_HOW = "Gradescope 导出的提交者"
 BY_EMBEDDED_ID = "笔记本里写的学生 id"  # 只凭它认出时，评分器还要核对签名（cli._drop_unsigned_claims）
 # Canvas 的姓名部分只有字母（小写、去掉了空格与标点），用户号与提交号是数字：s005_2024_1_x 不是 Canvas 的名字
 _CANVAS = re.compile(r"^(?P<name>[^\W\d_]+)(?:_LATE)?_(?P<uid>\d{2,})_(?P<sub>\d{2,})_(?P<file>.+)$", re.IGNORECASE)
@@ -50,6 +52,7 @@ class Identity:
     reason: str = ""
     embedded: str | None = None  # 笔记本里写的学生 id（与 sid 不同时要报告）
     notes: list[str] = field(default_factory=list)
+    group: list[str] = field(default_factory=list)  # Gradescope 导出里一起交的组员（小组提交；含 sid）
 
 
 def _squash(text: str) -> str:
@@ -129,6 +132,11 @@ def _from_lms(name: str, table: Roster) -> Lms | None:
         if not m:
             continue
         uid, person = m.group("uid"), m.group("name")
+        if kind == "Moodle":  # Moodle 文件名里的是每个作业各自的“参与者号”，不是用户号：只能按姓名
+            found = table.by_name.get(_squash(person), set())
+            if found:
+                return Lms(set(found), "Moodle 文件名里的姓名")
+            return Lms(set(), "", f"Moodle 文件名里的姓名 {person!r} 对不上花名册的 name 列")
         if uid in table.by_lms:
             return Lms({table.by_lms[uid]}, f"{kind} 用户号 {uid}")
         if table.by_lms:  # 花名册有 lms_id 列：用户号不在里面，就不是这个班的学生交的
@@ -154,7 +162,7 @@ def _from_export(folder: str, export: dict[str, list[dict]], table: Roster) -> L
     found = {table.exact(p.get("sid", "")) or table.by_email.get(p.get("email", "").casefold()) for p in people}
     found.discard(None)
     if found:
-        return Lms(found, "Gradescope 导出的提交者")
+        return Lms(found, EXPORT_HOW)
     return Lms(set(), "", "Gradescope 导出的提交者（学号、邮箱）不在花名册里")
 
 
@@ -191,6 +199,11 @@ def identify(
                 f"笔记本里写的学生 id 是 {embedded!r}，文件属于 {sid}（{how}）：按 {sid} 的参数评分；请助教核对"
             )
         return ident
+    if emb is not None and emb in candidates and lms is not None and lms.how == EXPORT_HOW:
+        members = sorted(candidates)
+        return Identity(
+            emb, f"{EXPORT_HOW}（小组：{'、'.join(members)}；笔记本是 {emb} 的）", embedded=embedded, group=members
+        )
     if emb is not None and (emb in candidates or (not candidates and lms is None)):
         basis = BY_EMBEDDED_ID + (f"（{how}能对上几个学生：{'、'.join(sorted(candidates))}）" if candidates else "")
         return Identity(emb, basis, embedded=embedded)

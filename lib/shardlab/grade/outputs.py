@@ -108,6 +108,7 @@ def _problem_ids(results: list[dict], chapter: int | None) -> list[str]:
 
 
 NOT_GRADED = "还没有评（评分被中断）"
+GROUP = "group"
 
 
 def rows(
@@ -122,6 +123,9 @@ def rows(
     counted = [r for r in results if r.get("counted", True)]
     if roster_students:
         by_student = {r.get("roster_id") or r["student"]: r for r in counted}
+        for r in counted:  # 小组提交（Gradescope 导出）：没有自己的提交的组员拿同一份成绩，和 Gradescope 一样
+            for member in r.get("group", []):
+                by_student.setdefault(member, {**r, "status": GROUP, "group_of": r.get("roster_id")})
         people = [(s.id, s.name) for s in roster_students]
     else:
         by_student = {r["student"]: r for r in counted}
@@ -136,6 +140,8 @@ def rows(
                 points[p["id"]] = float(p["points"])
         if res is None:
             status, file = (NOT_GRADED if sid in pending else NO_SUBMISSION), ""
+        elif res.get("status") == GROUP:
+            status, file = f"小组提交（按 {res['group_of']} 的笔记本评分）", res.get("file", "")
         else:
             status, file = st.text(res.get("status", st.GRADED)), res.get("file", "")
         total = float(res["points"]) if res is not None else 0.0
@@ -168,6 +174,8 @@ def summary(
     lines = ["# 评分概况", ""]
     if notes:
         lines += ["## 给教师的说明", "", *(f"- {md_inline(n)}" for n in notes), ""]
+    if any(n.startswith("评分被中断") for n in notes):
+        lines += ["下面的统计只含已经评完的提交。", ""]
     lines.append(
         f"- 学生：{len(table)} 人；提交：{len(results)} 份（计入成绩的 {sum(r.get('counted', True) for r in results)} 份）"
     )

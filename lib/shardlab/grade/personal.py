@@ -122,14 +122,28 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
     而对不上的学生超过一半（至少 MIN_CHECKED 人）时停下。
     """
     chapter = int(assignment[2:])
+    on_roster = {roster.normalize(sid) for sid in key.params}
     own: dict[str, list] = {}
+    renamed = []  # 笔记本里写的学生 id 根本不在花名册里：花名册的 id 变了（Excel 去掉了开头的 0？）或者不是这个班的
     for f in found:
         peek = f.peek
         if not (f.roster_id and f.written_params and peek is not None and peek.chapter == chapter):
             continue
         if peek.student is not None and roster.normalize(peek.student) != roster.normalize(f.roster_id):
+            if roster.normalize(peek.student) not in on_roster:
+                renamed.append(f)
             continue  # 拿了别人的笔记本：不是密钥的证据（另有报告）
         own.setdefault(f.roster_id, []).append(f)
+    checked = len(own) + len(renamed)
+    if renamed and len(renamed) > KEY_MISMATCH_SHARE * checked:
+        signed = [f for f in renamed if key.public_keys.get(assignment) and variants.verify(
+            key.public_keys[assignment], assignment, f.peek.student, f.written_params, f.peek.tag)]  # fmt: skip
+        examples = "；".join(f"{f.rel} 里写着 {f.peek.student!r}，对上的是 {f.roster_id!r}" for f in renamed[:3])
+        return (
+            f"花名册里的 id 与生成个人版时的不同？{checked} 名学生的笔记本里有 {len(renamed)} 名写着不在花名册里的学生 id"
+            f"（例如 {examples}；其中 {len(signed)} 份的签名表明它们确实是用这个密钥为那些 id 生成的）。"
+            "Excel 会去掉 id 开头的 0、把长数字写成科学记数法：请用生成个人版时的那份花名册。什么也没有写。"
+        ), []
     bad, reissued, proof = [], [], False
     for sid, files in own.items():
         derived = dict(key.params[sid][assignment])
@@ -152,7 +166,9 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
             "推出的不同，但签名对得上：这些数是用这个密钥为他们生成的，按笔记本里的数评分。多半是花名册在生成个人版之后改过"
             "（删了行、调换了顺序）；如果花名册没改过，请核对这几份提交"
         )
-    if not proof and len(own) >= MIN_CHECKED and len(bad) > KEY_MISMATCH_SHARE * len(own):
+    # 只有一两份提交时也核对：带着签名却谁的签名都对不上，本身就是密钥不对的证据（学生要故意改签名才会这样）
+    enough = len(own) >= MIN_CHECKED or any(f.peek.tag for _, f in bad)
+    if not proof and enough and len(bad) > KEY_MISMATCH_SHARE * len(own):
         examples = "；".join(
             f"{f.rel}（{sid}）的 "
             + "、".join(params_mismatch(assignment, key.params[sid][assignment], f.written_params)[:3])
