@@ -24,7 +24,7 @@ help:
 	@echo "make sync         重新生成与 .md 配对的 .ipynb（不含输出）"
 	@echo "make exercises    由 solutions/ 重新生成 exercises/ 的练习笔记本"
 	@echo "make answer-key   运行解答笔记本，写出 build/answer_key.json"
-	@echo "make grade        评分：make grade SUBMISSIONS=<目录或通配符> OUT=<目录>（见 README「评分（教师用）」）"
+	@echo "make grade        评分：make grade SUBMISSIONS=<目录或通配符> OUT=<目录> ROSTER=<花名册> SECRET=<密钥> CHAPTER=5（个人版要给 ROSTER 与 SECRET；见 README「教师：个人版、评分与 Gradescope」与教师指南）"
 	@echo "make assign       个人版练习：make assign ROSTER=<花名册.csv> SECRET=<密钥文件> OUT=<目录>（见 README）"
 	@echo "make bench        计时集合通信（CPU 档位默认 1 KiB–16 MiB；COURSE_PROFILE=tpu|gpu 在真实硬件上测）"
 	@echo "make coverage     单元测试 + shardlab 行覆盖率"

@@ -106,6 +106,28 @@ def test_gradescope_export_and_embedded_mismatch(tmp_path):
     assert got.sid == "li_wei" and "alice" in got.notes[0]
 
 
+def test_copy_suffix_numbers_are_not_student_ids():
+    """花名册的 id 是 1…12：以前 ``ch05_exercises (1).ipynb`` 算成学生 1（笔记本其实是 12 的）"""
+    table = identify.Roster([roster.Student(str(k), f"学生{k}", k + 1) for k in range(1, 13)])
+    for name in ("ch05_exercises (1).ipynb", "ch05_exercises - Copy.ipynb", "ch05_exercises copy 2.ipynb"):
+        got = identify.identify((name,), table, "12", {})
+        assert got.sid == "12" and got.how.startswith(identify.BY_EMBEDDED_ID), (name, got)
+    assert identify.identify(("3_ch05 (1).ipynb",), table, None, {}).sid == "3"
+
+
+def test_gradescope_export_unzipped_with_its_wrapper_folder_is_found(tmp_path):
+    """Gradescope 的导出 zip 原样解压多一层 assignment_<号>_export/：以前每个文件“目录太深”，rc 0，全班 0 分"""
+    inner = tmp_path / "subs" / "assignment_777_export"
+    (inner / "submission_1").mkdir(parents=True)
+    (inner / "submission_1" / "x.ipynb").write_text("{}", encoding="utf-8")
+    (inner / "submission_metadata.yml").write_text("submission_1: {}\n", encoding="utf-8")
+    (tmp_path / "subs" / "__MACOSX").mkdir()
+    found = folder.scan([str(tmp_path / "subs")])
+    assert [f.rel for f in found.found] == ["submission_1/x.ipynb"] and "Gradescope" in found.notes[0]
+    (tmp_path / "subs" / "other").mkdir()  # 还有别的文件夹：不猜
+    assert folder.scan([str(tmp_path / "subs")]).found == []
+
+
 def test_glob_over_per_student_folders_keeps_the_folder_as_the_student(tmp_path):
     for sid in ("s1", "s2"):
         (tmp_path / "subs" / sid).mkdir(parents=True)
@@ -293,6 +315,7 @@ def test_ta_files_are_private(tmp_path):
         ("problem,weight\nch05-p99,2\n", "未知的答案 id"),
         ("problem,weight\nch05-p1a,-1\n", "0 到 1000"),
         ("a,b\n", "表头"),
+        ("problem,weight\nch05-p1a,0,5\n", "小数请用点"),  # 以前：读成权重 0，不报错
     ],
 )
 def test_bad_weights_are_reported(tmp_path, text, message):
@@ -346,6 +369,8 @@ def test_class_with_own_answers_scores_full_and_copying_is_evidence_for_the_ta(t
     assert [(r["student"], r["source"]) for r in flagged] == [("s002", "s000")]
     ta_md = (out / "ta" / "integrity.md").read_text(encoding="utf-8")
     assert "笔记本里写的学生 id 是" in ta_md.split("## 身份与参数单元")[1]  # s002 交的笔记本是发给 s000 的
+    row = next(line for line in ta_md.splitlines() if line.startswith("| 学生2 s002 |"))
+    assert row.split("|")[3].strip() == "否"  # 计入的文件不带 s002 自己的签名：助教先确认文件是不是他交的
     ta = list(csv.DictReader((out / "ta" / "answers.csv").open(encoding="utf-8-sig")))  # 助教答复申诉用的记录
     assert any(r["student"] == "s002" and r["same_as"] == "s000" and r["submitted"] != r["expected"] for r in ta)
     mine = [r for r in ta if r["student"] == "s000" and r["expected"]]  # 数值题（函数题没有单一的参考值）
@@ -353,6 +378,7 @@ def test_class_with_own_answers_scores_full_and_copying_is_evidence_for_the_ta(t
     assert len(mine) == n_values and all(float(r["submitted"]) == float(r["expected"]) for r in mine)
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "notes.txt" in summary and "需要核对的提交" in summary
+    assert "答案不同的几份文件（1 人）" in summary and "`s001`：2 份答案不同" in summary  # 取最高分：列给教师核对
     doc = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))
     assert doc["meta"]["seed"] == personal.hidden_seed(secret.read_bytes()) and doc["meta"]["personal_variants"]
     assign_bench.grade(pub, tmp_path / "out-pub", roster_path, secret, 5, 2)
@@ -578,7 +604,7 @@ def test_ta_table_cells_stay_cells_whatever_the_names_contain():
     names = {"c2": "<img src=x onerror=alert(1)>**b**[l](http://e.vil)|x|"}
     text = outputs.integrity_markdown(rep, names)
     row = next(line for line in text.splitlines() if "c2" in line and line.startswith("|"))
-    assert row.count("|") - row.count("\\|") == 8  # 7 格：名字里的 | 不再把表格切开（以前：列错位，链接生效）
+    assert row.count("|") - row.count("\\|") == 9  # 8 格：名字里的 | 不再把表格切开（以前：列错位，链接生效）
     assert not render_tokens(text) & {"html_inline", "html_block", "link_open", "image"}
 
 
@@ -614,6 +640,29 @@ def test_wrong_roster_wrong_chapter_and_public_notebooks_get_the_right_diagnosis
     assert not any((tmp_path / name).exists() for name in ("o1", "o2", "o3"))
 
 
+def test_personal_notebooks_without_the_key_and_the_answer_folder_are_refused(tmp_path, capsys):
+    """以前：不给 --roster/--secret-file 时按书上的参数评，全班 3/17，rc 0；指到教师的参考答案目录时全班满分"""
+    from shardlab.assign import cli as assign_cli
+
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    base = ["--course", str(ROOT), "--no-progress", "--sandbox", "rlimit", "--chapter", "5"]
+    assert cli.main([str(own), "--out", str(tmp_path / "o1"), *base]) == 2
+    assert "是个人版" in capsys.readouterr().err
+    answers_dir = tmp_path / "个人版"
+    assign_cli.assign(roster.read(roster_path), secret.read_bytes(), answers_dir, ROOT, ("ch05",), solutions=True)
+    only = tmp_path / "only-solutions"
+    only.mkdir()
+    for sid in ("s000", "s001"):
+        shutil.copytree(answers_dir / sid, only / sid)
+        for nb in (only / sid).glob("*_exercises.ipynb"):
+            nb.unlink()
+    keyed = [*base, "--roster", str(roster_path), "--secret-file", str(secret)]
+    assert cli.main([str(only), "--out", str(tmp_path / "o2"), *keyed]) == 2
+    err = capsys.readouterr().err
+    assert "没有一份可以评的提交" in err and "参考答案" in err
+    assert not any((tmp_path / name).exists() for name in ("o1", "o2"))
+
+
 def test_group_export_grades_every_member_and_wrong_key_is_caught_with_one_submission():
     export = {"submission_444": [{"sid": "s005", "email": ""}, {"sid": "alice", "email": ""}]}
     got = identify.identify(("submission_444", "nb.ipynb"), TABLE, "alice", export)
@@ -638,4 +687,14 @@ def test_roster_ids_changed_since_assign_are_caught():
     found = [_found(new.id, f"{new.id}.ipynb", 5, drawn[old.id], tags[old.id], student=old.id)
              for old, new in zip(students, renamed)]  # fmt: skip
     problem, _ = personal.reconcile(found, key, "ch05")
-    assert problem.startswith("花名册里的 id 与生成个人版时的不同？") and "其中 2 份的签名" in problem
+    assert problem.startswith("花名册里的 id 与生成个人版时的不同？") and "2 名学生里有 2 名" in problem
+
+
+def test_unsigned_ghost_ids_from_one_student_do_not_stop_the_class():
+    """一个学生交了几份元数据写着假 id 的文件：以前按文件数算“花名册的 id 变了”，整班停下（rc 2）"""
+    students = [roster.Student("s1", "A", 2), roster.Student("s2", "B", 3)]
+    drawn, tags = _issued(students)
+    key = personal.PersonalKey.build(_published_key(), students, SECRET, ("ch05",))
+    found = [_found(s.id, f"{s.id}.ipynb", 5, drawn[s.id], tags[s.id]) for s in students]
+    found += [_found("s1", f"s1 ({k}).ipynb", 5, drawn["s1"], tags["s1"], student=f"ghost{k}") for k in range(5)]
+    assert personal.reconcile(found, key, "ch05")[0] is None

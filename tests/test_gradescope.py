@@ -153,7 +153,22 @@ def test_student_id_comes_from_sid_then_email():
     assert gradescope.student_of({"users": [{"sid": " 2024001 ", "email": "a@b"}]}) == "2024001"
     assert gradescope.student_of({"users": [{"sid": "", "email": "a@b"}]}) == "a@b"
     assert gradescope.student_of({"users": []}) is None and gradescope.student_of([]) is None
-    assert gradescope.members({"users": [{"sid": "a"}, {"email": "b@c"}]}) == ["a", "b@c"]
+    assert gradescope.members({"users": [{"sid": "a"}, {"email": "b@c"}]}) == [("a",), ("b@c",)]
+    assert gradescope.members({"users": [{"sid": "U9", "email": "b@c"}]}) == [("U9", "b@c")]
+    people = [{"id": "2024001", "email": "a@b"}, {"id": "2024002", "email": "B@c"}]
+    # 学号不在花名册里而邮箱在：按邮箱（以前：只看学号，“不在花名册里”，0 分）
+    assert gradescope.on_roster([("U99887766", "b@C")], people) == ["2024002"]
+    assert gradescope.on_roster([("2024001", "b@c"), ("x", "a@b")], people) == ["2024001"]
+    assert gradescope.on_roster([("nobody",)], people) == []
+
+
+def test_dry_run_refuses_two_notebooks_with_one_name(tmp_path):
+    a, b = tmp_path / "a" / "x.ipynb", tmp_path / "b" / "x.ipynb"
+    for nb in (a, b):
+        nb.parent.mkdir()
+        nb.write_text("{}", encoding="utf-8")
+    with pytest.raises(gradescope.GradescopeError, match="同名"):  # 以前：后一个悄悄盖掉前一个
+        gradescope.dry_run(tmp_path / "missing.zip", [a, b], [{"sid": "s1"}])
 
 
 @pytest.mark.slow

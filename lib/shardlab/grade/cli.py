@@ -138,9 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         }
         mode = _sandbox_mode(args.sandbox)
         found = scan(args.submissions)
+        args.roster_notes += found.notes
         _peek_all(found)
-        if args.personal is not None:
+        _drop_answer_notebooks(found)
+        if args.personal is None:
+            _refuse_personal_without_key(found)
+        else:
             _identify(found, args.personal)
+        _refuse_nothing_to_grade(found)
         chapter = _choose_chapter(found.found, args.chapter)
         key = base_key
         if args.personal is not None and chapter is not None:
@@ -258,6 +263,46 @@ def _peek_all(found: Scan) -> None:
             f.peek = inject.peek(inject.read_notebook(read_submission(f.path)))
         except (inject.SubmissionError, Unreadable, OSError):
             f.peek = None
+
+
+def _drop_answer_notebooks(found: Scan) -> None:
+    """shardlab-assign 写给教师的参考答案（``kind: solutions``）不是学生的提交：不评（以前：指错目录时全班满分）"""
+    keep = []
+    for f in found.found:
+        if f.peek is not None and f.peek.kind == "solutions":
+            found.ignored.append(
+                {"file": f.rel, "reason": "这是 shardlab-assign 写给教师的参考答案（solutions），不是学生的提交"}
+            )
+        else:
+            keep.append(f)
+    found.found[:] = keep
+
+
+def _refuse_personal_without_key(found: Scan) -> None:
+    """没有 --roster/--secret-file 时按书上的参数评分；提交大多是个人版（笔记本里有 shardlab-assign 写的学生 id 和签名）时，
+    这样评几乎每道题都会判错：停下（一两个学生自己加的元数据拦不住：要超过一半）"""
+    readable = [f for f in found.found if f.peek is not None]
+    personal_ = [f for f in readable if f.peek.student and f.peek.tag]
+    if personal_ and len(personal_) > KEY_SHARE * len(readable):
+        raise UsageError(
+            f"{len(readable)} 份提交里有 {len(personal_)} 份是个人版（笔记本里写着学生 id 和参数签名，"
+            f"例如 {terminal(personal_[0].rel, 80)}）：请加 --roster（花名册）和 --secret-file（生成个人版时的密钥），"
+            "按每个学生自己的参数评分。不加时按书上的参数判，个人版的答案几乎都会判错。什么也没有写。"
+        )
+
+
+KEY_SHARE = 0.5
+
+
+def _refuse_nothing_to_grade(found: Scan) -> None:
+    """一份能评的提交也没有，却有被忽略的文件：多半是目录给错了（例如 Gradescope 导出多了一层），不写全班 0 分的成绩表"""
+    if found.found or not found.ignored:
+        return
+    examples = "；".join(f"{terminal(i['file'], 60)}：{i['reason']}" for i in found.ignored[:3])
+    raise UsageError(
+        f"没有一份可以评的提交：{len(found.ignored)} 个文件或文件夹都被忽略了（例如 {examples}）。"
+        "请确认提交目录是对的（教师指南“收作业”一节）。什么也没有写。"
+    )
 
 
 def _identify(found: Scan, who: Personal) -> None:

@@ -60,6 +60,7 @@ class Found:
 class Scan:
     found: list[Found] = field(default_factory=list)
     ignored: list[dict] = field(default_factory=list)  # {"file": 相对路径, "reason": 原因}
+    notes: list[str] = field(default_factory=list)  # 给教师的说明（例如：进了 Gradescope 导出外面的那一层文件夹）
 
 
 def _kind(mode: int) -> str | None:
@@ -118,6 +119,13 @@ def scan(specs: list[str]) -> Scan:
         except OSError:
             top_mode = None
         if top_mode is not None and stat.S_ISDIR(top_mode):
+            inner = export_inside(top)
+            if inner is not None:
+                result.notes.append(
+                    f"{show(top)} 里只有一个文件夹 {show(os.path.basename(inner))}，里面是 Gradescope 的导出"
+                    "（submission_metadata.yml）：评的是它里面的提交"
+                )
+                top = inner
             _walk(top, b"", 1, add, result)
         elif any(ch in spec for ch in "*?["):
             base = _static_prefix(top)
@@ -131,6 +139,25 @@ def scan(specs: list[str]) -> Scan:
             add(top, top, _stem(os.path.basename(top)))
     assign_ids(result.found)
     return result
+
+
+EXPORT_METADATA = b"submission_metadata.yml"
+
+
+def export_inside(top: bytes) -> bytes | None:
+    """Gradescope 的导出 zip 原样解压时多一层文件夹（``assignment_<号>_export/``）：提交目录里除了隐藏文件只有这一个文件夹、
+    它里面有 ``submission_metadata.yml`` 时返回它（不跟随符号链接），否则 None"""
+    try:
+        if os.path.lexists(os.path.join(top, EXPORT_METADATA)):
+            return None
+        entries = [e for e in os.scandir(top) if not (e.name.startswith(b".") or e.name == b"__MACOSX")]
+    except OSError:
+        return None
+    if len(entries) != 1 or not entries[0].is_dir(follow_symlinks=False):
+        return None
+    inner = os.path.join(top, entries[0].name)
+    meta = os.path.join(inner, EXPORT_METADATA)
+    return inner if os.path.isfile(meta) and not os.path.islink(meta) else None
 
 
 def _static_prefix(pattern: bytes) -> bytes:
@@ -169,7 +196,7 @@ def _walk(root: bytes, rel: bytes, depth: int, add, result: Scan) -> None:
                 result.ignored.append({"file": show(sub), "reason": "目录太深（只看提交目录下两层）"})
             continue
         if not _is_notebook(name):
-            if name != b"submission_metadata.yml":  # Gradescope 导出里的提交者名单：评分器读它，不是被忽略的文件
+            if name != EXPORT_METADATA:  # Gradescope 导出里的提交者名单：评分器读它，不是被忽略的文件
                 result.ignored.append({"file": show(sub), "reason": "不是 .ipynb 笔记本"})
             continue
         group = _stem(name) if not rel else rel.split(b"/")[0]

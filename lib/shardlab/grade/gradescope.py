@@ -156,25 +156,40 @@ def build_zip(
 
 
 # ---- 容器里：评一份提交 ----
-def members(metadata: dict) -> list[str]:
-    """提交者的学号（或邮箱），按 users 的顺序；小组提交有几个"""
+def members(metadata: dict) -> list[tuple[str, ...]]:
+    """每位提交者能用来对花名册的值（学号在前，邮箱在后；空的不要），按 users 的顺序；小组提交有几个"""
     users = metadata.get("users") if isinstance(metadata, dict) else None
     out = []
     for user in users if isinstance(users, list) else []:
         if not isinstance(user, dict):
             continue
-        for field in ("sid", "email"):
-            value = user.get(field)
-            if isinstance(value, str) and value.strip():
-                out.append(value.strip()[:200])
-                break
+        values = tuple(
+            value.strip()[:200]
+            for value in (user.get("sid"), user.get("email"))
+            if isinstance(value, str) and value.strip()
+        )
+        if values:
+            out.append(values)
     return out
 
 
 def student_of(metadata: dict) -> str | None:
-    """第一位提交者的学号（或邮箱）"""
+    """第一位提交者的学号（没有时邮箱）"""
     found = members(metadata)
-    return found[0] if found else None
+    return found[0][0] if found else None
+
+
+def on_roster(group: list[tuple[str, ...]], people: list[dict]) -> list[str]:
+    """提交者（members 的结果）对上的花名册 id，去重、按提交者的顺序：学号对不上时再试邮箱（与本机评 Gradescope 导出时相同）"""
+    ids = {roster.normalize(p["id"]): p["id"] for p in people}
+    emails = {roster.normalize(p["email"]): p["id"] for p in people if p.get("email")}
+    found = []
+    for values in group:
+        match = next((ids[roster.normalize(v)] for v in values if roster.normalize(v) in ids), None)
+        match = match or next((emails[roster.normalize(v)] for v in values if roster.normalize(v) in emails), None)
+        if match is not None and match not in found:
+            found.append(match)
+    return found
 
 
 def _results(score: float, output: str, tests: list[dict]) -> dict:
@@ -299,11 +314,9 @@ def run(root: Path) -> dict:
             root, "submission_metadata.json 里没有学号（users[].sid）或邮箱：没法找到这位学生的个人版", chapter, weights
         )
     people = json.loads((private / "roster.json").read_text(encoding="utf-8"))
-    ids = {roster.normalize(p["id"]): p["id"] for p in people}
-    ids.update({roster.normalize(p["email"]): p["id"] for p in people if p.get("email")})
-    known = list(dict.fromkeys(ids[roster.normalize(g)] for g in group if roster.normalize(g) in ids))
+    known = on_roster(group, people)
     if not known:
-        shown = "、".join(terminal(g, 60) for g in group)
+        shown = "、".join(terminal(" / ".join(values), 80) for values in group)
         return _fail(root, f"学号 {shown} 不在花名册里：请联系教师（个人版按花名册生成）", chapter, weights)
     path, peek, file_note = choose_notebook(root / "submission", chapter, known)
     if path is None:
@@ -409,6 +422,10 @@ def _safe_extract(zip_path: Path, dest: Path) -> None:
 def dry_run(zip_path: Path, notebooks: list[Path], users: list[dict], keep: Path | None = None,
             sandbox: str | None = None) -> dict:  # fmt: skip
     """像 Gradescope 那样在一个临时的 /autograder 目录里运行 zip 里的 run_autograder，返回 results.json 的内容"""
+    names = [Path(nb).name for nb in notebooks]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # Gradescope 的提交里一个名字只有一个文件：后一个会悄悄盖掉前一个
+        raise GradescopeError(f"几个笔记本同名（{'、'.join(twice)}）：一次试运行每个名字只能给一个，请改名或分几次试")
     root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="autograder-"))
     try:
         root.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ id 一律按 NFKC 规范化、不分大小写比较（``roster.normalize``）。
    认不出就不评：学生自己起的那部分文件名和笔记本里写的 id 都不算，不然不在班上的人交的文件就能算到某个同学头上。
 2. 自己收的文件：文件夹名就是 id；整个文件名（去掉 .ipynb）就是 id；否则 id 作为一个完整的“词”出现在文件夹名或文件名里
    （前后是开头、结尾或 ``_ - . 空格 ( )``），如 ``s005_ch05.ipynb``、``ch05_exercises_s005.ipynb``、``alice_ch05 (1).ipynb``；
+   先去掉重复下载或复制加上的后缀（`` (1)``、`` - Copy``、`` - 副本``、`` copy 2``），其中的数字不是 id；
    一个 id 的出现被另一个更长的 id 的出现包住时只算长的那个（``li_wei_ch05`` 是 li_wei，不是 li）。
 3. 名字认不出、或能认成几个学生时，笔记本元数据里写的学生 id（``metadata.shardlab.student``）作为证据：它必须在花名册里，
    并且是名字给出的候选之一（自己收的文件没有候选时也接受）。
@@ -41,6 +42,8 @@ _CANVAS = re.compile(r"^(?P<name>[^\W\d_]+)(?:_LATE)?_(?P<uid>\d{2,})_(?P<sub>\d
 _MOODLE = re.compile(r"^(?P<name>.+?)_(?P<uid>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<file>.*)$", re.IGNORECASE)
 _GRADESCOPE = re.compile(r"^submission_(?P<sub>\d+)$", re.IGNORECASE)
 MAX_METADATA_BYTES = 8 << 20
+# 浏览器与文件管理器给重复下载、复制的文件加的后缀：“ (1)”“ - Copy”“ - 副本”“ copy 2”；其中的数字不是学生 id
+_COPY_SUFFIX = re.compile(r"(?:\s*\(\d+\)|\s+-\s+(?:copy|副本)(?:\s*\(\d+\))?|\s+copy(?:\s+\d+)?)+$", re.IGNORECASE)
 
 
 @dataclass
@@ -171,7 +174,7 @@ def identify(
 ) -> Identity:
     """rel_parts：相对于提交目录的路径（文件夹, 文件名）或（文件名,）；embedded：笔记本里写的学生 id"""
     name = rel_parts[-1]
-    stem = name[:-6] if name.lower().endswith(".ipynb") else name
+    stem = _COPY_SUFFIX.sub("", name[:-6] if name.lower().endswith(".ipynb") else name)
     folder = rel_parts[0] if len(rel_parts) > 1 else None
     own_folder = table.exact(folder) if folder is not None else None  # 教师自己按学生分好的文件夹：它说了算
     lms = None

@@ -172,6 +172,7 @@ class Peek:
     assignment: str | None
     param_sources: list[str]
     tag: str | None = None  # shardlab-assign 写的参数签名
+    kind: str | None = None  # shardlab-assign 写的 exercises（发给学生的）或 solutions（教师的参考答案）
 
 
 def peek(raw: dict) -> Peek:
@@ -192,6 +193,7 @@ def peek(raw: dict) -> Peek:
         assignment[:MAX_TAG_CHARS] if isinstance(assignment, str) else None,
         params[:MAX_PARAM_CELLS],
         tag[:MAX_TAG_CHARS] if isinstance(tag, str) else None,
+        info["kind"][:MAX_TAG_CHARS] if isinstance(info.get("kind"), str) else None,
     )
 
 

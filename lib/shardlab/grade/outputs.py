@@ -55,6 +55,9 @@ def read_weights(path: Path | None) -> dict[str, float]:
         if len(row) < 2:
             bad.append(f"第 {n} 行：要有 problem 和 weight 两列")
             continue
+        if any(c.strip() for c in row[2:]):  # ch05-p1a,0,5：用逗号写的小数 0,5 被拆成了两列
+            bad.append(f"第 {n} 行：多于两列（{','.join(row)!r}）；小数请用点（0.5），不要用逗号")
+            continue
         pid, raw = row[0].strip(), row[1].strip()
         if pid not in answers.ANSWERS:
             bad.append(f"第 {n} 行：未知的答案 id（problem）{pid!r}")
@@ -202,6 +205,9 @@ def summary(
             f"- {md_code(r.get('roster_id', ''))}：{md_code(r.get('file', ''))}（{_num(r['points'])} 分）"
             for r in extra
         ]
+        differ = differing_files(results)
+        if differ:
+            lines += ["", *spray_lines(differ)]
     missing = [r["id"] for r in table if r["status"] == NO_SUBMISSION]
     if missing:
         lines += ["", f"## 没有提交（{len(missing)} 人）", "", "、".join(md_code(m) for m in missing)]
@@ -212,6 +218,25 @@ def summary(
     lines += ["", f"## 忽略的文件（{len(ignored)} 个）", ""]
     lines += [f"- {md_code(path)}：{md_inline(why)}" for path, why in ignored] or ["无"]
     return "\n".join(lines) + "\n"
+
+
+def differing_files(results: list[dict]) -> dict[str, int]:
+    """同一个学生交了几份、而答案不一样的：{学生 id: 不同答案的份数}。取最高分的规则下，在几份里试不同的答案能抬高分数，
+    所以列给教师和助教（答案一样的重复文件，例如重复下载的 (1)，不列）"""
+    groups: dict[str, set] = {}
+    for r in results:
+        if r.get("roster_id"):
+            answers_ = tuple(sorted((p.get("id", ""), repr(p.get("submitted"))) for p in r.get("problems", [])))
+            groups.setdefault(r["roster_id"], set()).add(answers_)
+    return {sid: len(v) for sid, v in sorted(groups.items()) if len(v) > 1}
+
+
+def spray_lines(differ: dict[str, int]) -> list[str]:
+    return [
+        f"答案不同的几份文件（{len(differ)} 人）：计入的是总分最高的一份；在几份里试不同的答案也会这样，请核对这些学生交的文件。",
+        "",
+        *(f"- {md_code(sid)}：{n} 份答案不同" for sid, n in differ.items()),
+    ]
 
 
 def _bucket(total: float, maximum: float) -> str:
@@ -247,18 +272,26 @@ def integrity_markdown(report: Report, names: dict[str, str], results=()) -> str
         f"（或书上的答案）算一次对上。对上至少 {MIN_MATCHES} 次，而且按对学生有利的假设（错答案从全班的正确答案里随机挑）"
         f"偶然对上这么多次的概率小于 {ALPHA:g} / 比较过的来源数时，列为需要核对。标记不扣分，只是请你去看这份提交。",
         "",
-        "| 学生 | 文件 | 来源 | 对上 / 认不出失误的错答案 | 偶然的期望次数 | 概率 | 对上的题 |",
-        "|---|---|---|---|---|---|---|",
+        "“他的个人版”：计入的文件带着这个学生自己的个人版的签名吗。“否”说明文件不是从发给他的笔记本改出来的：可能整份拿了别人的"
+        "笔记本，也可能（自己收的散放文件）是别人用他的名字放进来的，先确认文件确实是他交的。",
+        "",
+        "| 学生 | 文件 | 他的个人版 | 来源 | 对上 / 认不出失误的错答案 | 偶然的期望次数 | 概率 | 对上的题 |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    own = {(r.get("roster_id"), r.get("file")): r.get("own_version") for r in results}
     shown = report.flagged
     for f in shown:  # 学生的名字、文件名可能含 | 和 Markdown：每一格都经过 md_cell
         who = f"{md_cell(names.get(f.student, ''))} {md_cell(f.student)}"
+        mine = {True: "是", False: "否"}.get(own.get((f.student, f.file)), "?")
         lines.append(
-            f"| {who} | {md_cell(f.file)} | {md_cell(f.source)} | {len(f.matches)} / {f.unexplained} | {f.expected:.2f} "
-            f"| {f.p_value:.1e} | {md_cell('、'.join(f.matches))} |"
+            f"| {who} | {md_cell(f.file)} | {mine} | {md_cell(f.source)} | {len(f.matches)} / {f.unexplained} "
+            f"| {f.expected:.2f} | {f.p_value:.1e} | {md_cell('、'.join(f.matches))} |"
         )
     if not shown:
-        lines.append("| 无 | | | | | | |")
+        lines.append("| 无 | | | | | | | |")
+    differ = differing_files(list(results))
+    if differ:
+        lines += ["", "## 多份答案不同的文件", "", *spray_lines(differ)]
     lines += [
         "",
         "全部的对上记录（包括没有达到标准的）在 `ta/integrity.csv`；每道题交的数与参考值在 `ta/answers.csv`。",

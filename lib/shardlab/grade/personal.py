@@ -124,24 +124,31 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
     chapter = int(assignment[2:])
     on_roster = {roster.normalize(sid) for sid in key.params}
     own: dict[str, list] = {}
-    renamed = []  # 笔记本里写的学生 id 根本不在花名册里：花名册的 id 变了（Excel 去掉了开头的 0？）或者不是这个班的
+    # 笔记本里写的学生 id 根本不在花名册里、签名却证明它是用这个密钥为那个 id 生成的：花名册的 id 变了（Excel 去掉了开头的 0？）。
+    # 按学生数，不按文件数；没有签名的不算（谁都能在元数据里写一个 id：以前一个学生交几份写着假 id 的文件就能拦下全班的评分）
+    renamed: dict[str, object] = {}
+    public = key.public_keys.get(assignment)
     for f in found:
         peek = f.peek
         if not (f.roster_id and f.written_params and peek is not None and peek.chapter == chapter):
             continue
         if peek.student is not None and roster.normalize(peek.student) != roster.normalize(f.roster_id):
-            if roster.normalize(peek.student) not in on_roster:
-                renamed.append(f)
+            if (
+                roster.normalize(peek.student) not in on_roster
+                and public is not None
+                and variants.verify(public, assignment, peek.student, f.written_params, peek.tag)
+            ):
+                renamed.setdefault(f.roster_id, f)
             continue  # 拿了别人的笔记本：不是密钥的证据（另有报告）
         own.setdefault(f.roster_id, []).append(f)
-    checked = len(own) + len(renamed)
+    checked = len(set(own) | set(renamed))
     if renamed and len(renamed) > KEY_MISMATCH_SHARE * checked:
-        signed = [f for f in renamed if key.public_keys.get(assignment) and variants.verify(
-            key.public_keys[assignment], assignment, f.peek.student, f.written_params, f.peek.tag)]  # fmt: skip
-        examples = "；".join(f"{f.rel} 里写着 {f.peek.student!r}，对上的是 {f.roster_id!r}" for f in renamed[:3])
+        examples = "；".join(
+            f"{f.rel} 里写着 {f.peek.student!r}，对上的是 {sid!r}" for sid, f in list(renamed.items())[:3]
+        )
         return (
-            f"花名册里的 id 与生成个人版时的不同？{checked} 名学生的笔记本里有 {len(renamed)} 名写着不在花名册里的学生 id"
-            f"（例如 {examples}；其中 {len(signed)} 份的签名表明它们确实是用这个密钥为那些 id 生成的）。"
+            f"花名册里的 id 与生成个人版时的不同？{checked} 名学生里有 {len(renamed)} 名的笔记本写着不在花名册里的学生 id，"
+            f"而签名表明这些笔记本确实是用这个密钥为那些 id 生成的（例如 {examples}）。"
             "Excel 会去掉 id 开头的 0、把长数字写成科学记数法：请用生成个人版时的那份花名册。什么也没有写。"
         ), []
     bad, reissued, proof = [], [], False

@@ -25,7 +25,7 @@ from shardlab.grade.key import AnswerKey
 from shardlab.grade.sandbox import Interrupted, Sandbox
 from shardlab.untrusted import clean_tree
 
-RESULT_VERSION = 3
+RESULT_VERSION = 4
 _GRADER_DIR = Path(__file__).resolve().parent
 
 
@@ -168,10 +168,15 @@ def _param_note(raw: dict, chapter: int, res: dict, ctx: Context) -> None:
     peek = inject.peek(raw)
     written = problems.written(assignment, peek.param_sources)
     derived = params.get(assignment, {})
+    sid = res.get("roster_id") or ""
+    # 这份文件是不是从这个学生自己的个人版改出来的（他的签名）：给助教判断整份是不是别人的、或别人以他的名字放进来的
+    res["own_version"] = bool(peek.tag) and (
+        ctx.key.authentic(sid, assignment, dict(derived), peek.tag)
+        or ctx.key.authentic(sid, assignment, written, peek.tag)
+    )
     changed = sorted(name for name, value in written.items() if value != derived.get(name))
     if not changed:
         return
-    sid = res.get("roster_id") or ""
     listed = "、".join(changed)
     if peek.tag and ctx.key.authentic(sid, assignment, dict(derived), peek.tag):
         note = f"参数单元里的 {listed} 被改过（与发给你的数不同）：评分按发给你的数判定，不按改过的数"
