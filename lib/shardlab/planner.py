@@ -153,10 +153,13 @@ class MatmulOption:
 
     @property
     def label(self) -> str:
-        """一行概括：``AllGather_X(A) → 本地 matmul → AllReduce_Y(C)``"""
+        """一行概括：``AllGather_X(A) → 本地 matmul 得 C[I, K]{U_Y} → AllReduce_Y(C)``
+
+        写出本地 matmul 得到的分片：通信步骤相同的两种做法（比如部分和先按 I 还是按 K 切开）由它区分。
+        """
         before = [f"{s.name}({s.operand})" for s in self.steps if s.operand != "C"]
         after = [f"{s.name}(C)" for s in self.steps if s.operand == "C"]
-        return " → ".join([*before, "本地 matmul", *after])
+        return " → ".join([*before, f"本地 matmul 得 {self.c_local}", *after])
 
     def describe(self) -> str:
         combine = "max(T_math, T_comms)" if self.overlap else "T_math + T_comms"
@@ -536,11 +539,13 @@ def _path_out(path, c_loc: ShardedSpec) -> ShardedSpec:
 
 
 def _prune(options: list[MatmulOption]) -> list[MatmulOption]:
-    """按 (总时间, T_comms, 每设备 FLOPs, 通信次数, 切片次数) 排序并去掉重复"""
+    """按 (总时间, T_comms, 每设备 FLOPs, 通信次数, 切片次数) 排序并去掉重复
+
+    标签相同的做法（同样的通信、同样的本地乘积，只是免费切片的次序不同）只留最快的一种，列出的选项标签各不相同。
+    """
     seen, kept = set(), []
     for o in sorted(options, key=lambda o: (o.t_total, o.t_comms, o.flops_per_device, len(o.steps), len(o.slices))):
-        sig = o.trace
-        if sig not in seen:
-            seen.add(sig)
+        if o.label not in seen:
+            seen.add(o.label)
             kept.append(o)
     return kept
