@@ -432,6 +432,7 @@ def plan_matmul(
     只用 AllReduce 求和、不另加切分（Case 4 里两种修法的输出不同，取总时间最短的）。
     slice_shape、hop_latency 原样交给 cost.estimate（TPU 需要 slice_shape 或与 torus 维数相同的 mesh）。
     选项按总时间排序：overlap=False（默认）时 T_math + T_comms，overlap=True 时 max(T_math, T_comms)。
+    dtype 决定通信的字节数；T_math 在 int8 时用 ops_int8，其余（包括 fp32）都用 bf16 峰值，对 fp32 偏乐观。
     """
     a, b = parse(a), parse(b)
     sizes = mesh_sizes(mesh)
