@@ -172,7 +172,9 @@ def test_strategy_section_compares_like_with_like(glued):
     """6.8：激活值复制、输出也复制时，收集权重后免费切批量再收集输出：T_math/4 + AG(W) + AG(Out)；AllToAll 版更快"""
     b, d, f, n = 65536, 8192, 32768, 4
     t_math = 2 * b * d * f / (n * V5P_C)
-    ag = lambda v: v * (n // 2) / n / V5P_W1  # 双向环：⌊N/2⌋ 跳，每跳 2V/(N·W_双向) = V/(N·W_单向)
+    def ag(v):  # 双向环：⌊N/2⌋ 跳，每跳 2V/(N·W_双向) = V/(N·W_单向)
+        return v * (n // 2) / n / V5P_W1
+
     gather_slice = t_math + ag(2 * d * f) + ag(2 * b * f)
     assert number(glued["ch06-s8-gather-slice"]) == pytest.approx(gather_slice, rel=0.01)
     assert number(glued["ch06-s8-a2a"]) < number(glued["ch06-s8-gather-slice"]) < number(glued["ch06-s8-tp"])
