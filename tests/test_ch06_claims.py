@@ -172,6 +172,7 @@ def test_strategy_section_compares_like_with_like(glued):
     """6.8：激活值复制、输出也复制时，收集权重后免费切批量再收集输出：T_math/4 + AG(W) + AG(Out)；AllToAll 版更快"""
     b, d, f, n = 65536, 8192, 32768, 4
     t_math = 2 * b * d * f / (n * V5P_C)
+
     def ag(v):  # 双向环：⌊N/2⌋ 跳，每跳 2V/(N·W_双向) = V/(N·W_单向)
         return v * (n // 2) / n / V5P_W1
 
