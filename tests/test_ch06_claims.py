@@ -116,3 +116,91 @@ def test_p5_book_convention_is_not_called_a_bf16_slip():
     assert "大 N 极限" in verdict.message and "bf16" not in verdict.message
     assert judge.judge_value(spec, right, right).ok
     assert "bf16" in judge.judge_value(spec, right / 2, right).message
+
+
+# H100 的规格（原书 GPU 一章）：bf16 稠密 9.89e14 FLOP/s，每 GPU 单方向 NVLink 450 GB/s；NCCL 的总线带宽上限 18 × 20.6 GB/s
+H100_C, H100_W = 9.89e14, 4.5e11
+NCCL_BUS = 18 * 20.6e9
+
+
+def test_h100_thresholds_keep_n_minus_1_over_n(glued):
+    """节点内环形 AllReduce = 2(N-1)/N·V/W：T_math = T_comms ⇔ D = 2(N-1)C/W（4,396 / 13,187 / 30,769）"""
+    for n, want in [(2, 4396), (4, 13187), (8, 30769)]:
+        assert number(glued[f"ch06-h100-n{n}"]) == round(2 * (n - 1) * H100_C / H100_W) == want
+    # D = 16384：N = 4 仍受算力限制，N = 8 不行；换成 NCCL 的总线带宽上限，答案不变
+    d = 16384
+    best = max(n for n in (2, 4, 8) if d > 2 * (n - 1) * H100_C / H100_W)
+    best_bus = max(n for n in (2, 4, 8) if d > 2 * (n - 1) * H100_C / NCCL_BUS)
+    assert number(glued["ch06-q6-h100-n"]) == best == best_bus == 4
+    assert number(glued["ch06-q6-h100-bus-n4"]) == pytest.approx(2 * 3 * H100_C / NCCL_BUS, abs=1)
+    chapter = text(CHAPTER)
+    assert "这里略去 $(N-1)/N$" not in chapter and "就已经低于三条线" not in chapter
+
+
+def test_v5p_quiz_states_the_convention(glued):
+    """v5p、N = 4：整块对面走一个方向时门槛 2NC/W = 20,400；把对面那块对半分开，2(N-1)C/W = 15,300 < 16,384"""
+    assert number(glued["ch06-q6-v5p-next"]) == round(2 * 4 * V5P_C / (2 * V5P_W1)) == 20400
+    assert number(glued["ch06-q6-v5p-n4-split"]) == round(2 * 3 * V5P_C / (2 * V5P_W1)) == 15300
+
+
+def test_case2_demo_column_is_allreduce_over_both_axes(glued):
+    """2×4 网格上切片 B 的做法：8 个设备各算 1/8、AllReduce 跨两条轴；只沿 Y（N = 4）时 T_math 翻倍"""
+    i, j, k = 4096, 8192, 16384
+    v5e_c = V5E_C
+    t_math_y = 2 * i * j * k / (4 * v5e_c)
+    t_ar_y = 2 * 3 * (2 * i * k) / 4 / V5E_W1  # 长度 4 的线：2(N-1)·(V/N)/W_单向
+    math_s, comms_s = glued["ch06-c2-row1-ar-y"].split(" + ")
+    assert number(math_s) == pytest.approx(t_math_y, rel=0.01) and number(comms_s) == pytest.approx(t_ar_y, rel=0.01)
+    assert "切片到 8 个设备 + $\\\\text{AllReduce}_{YX}$" in text(CHAPTER)
+
+
+def test_multi_axis_speedup_is_not_k(glued):
+    """两条轴同时 AllGather 比只沿较慢的一条快多少：数每条链路上的块（单位 V/W_单向，两片各走一条轴、按步同步推进）
+
+    2×2（两条长 2 的线）：单轴 1 跳 × V/2 = 1/2；XY：阶段 1 一跳 V/8，阶段 2 一跳 V/4，共 3/8 → 4/3。
+    4×4 的环：单轴 ⌊4/2⌋ = 2 步 × V/4 = 1/2；XY：阶段 1 两步 × V/32，阶段 2 两步 × V/8，共 5/16 → 8/5。
+    2×4 的线：只沿 Y 3 步 × V/4 = 3/4；XY：阶段 1 三步、每步最大块 V/16（3/16），
+    阶段 2 第一步 max(V/8, V/4)、后两步 V/8（1/2），共 11/16 → 12/11。
+    """
+    want = {"v5e22": 4 / 3, "v4p44": 8 / 5, "v5e24": 12 / 11}
+    for key, ratio in want.items():
+        assert float(glued[f"ch06-multi-{key}"]) == pytest.approx(ratio, abs=0.005)
+    assert "可用的带宽约是 $k$ 倍" not in text(CHAPTER)
+
+
+def test_strategy_section_compares_like_with_like(glued):
+    """6.8：激活值复制、输出也复制时，收集权重后免费切批量再收集输出：T_math/4 + AG(W) + AG(Out)；AllToAll 版更快"""
+    b, d, f, n = 65536, 8192, 32768, 4
+    t_math = 2 * b * d * f / (n * V5P_C)
+
+    def ag(v):  # 双向环：⌊N/2⌋ 跳，每跳 2V/(N·W_双向) = V/(N·W_单向)
+        return v * (n // 2) / n / V5P_W1
+
+    gather_slice = t_math + ag(2 * d * f) + ag(2 * b * f)
+    assert number(glued["ch06-s8-gather-slice"]) == pytest.approx(gather_slice, rel=0.01)
+    assert number(glued["ch06-s8-a2a"]) < number(glued["ch06-s8-gather-slice"]) < number(glued["ch06-s8-tp"])
+    assert number(glued["ch06-s8-fsdp"]) < number(glued["ch06-s8-a2a"])
+    chapter = text(CHAPTER)
+    assert "三种做法的终点并不相同" in chapter and "反向要再收集一次权重" in chapter
+
+
+def test_q8_is_a_lower_envelope(glued):
+    """Q8：2(N-1)/N·V/450 GB/s ≈ 261 µs 加延迟 ≈ 276 µs 是下包络；原书实测约 150 GB/s 的总线带宽 → 约 783 µs"""
+    v = 4096 * 8192 * 2
+    bus_bytes = 2 * 7 / 8 * v
+    assert bus_bytes / H100_W < number(glued["ch06-q8-t"]) < bus_bytes / H100_W + 20e-6  # 带宽项 + 十几 µs 的延迟
+    assert number(glued["ch06-q8-measured"]) == pytest.approx(bus_bytes / 150e9, rel=0.01)
+    assert number(glued["ch06-q8-t"]) < number(glued["ch06-q8-nccl-simple"]) < number(glued["ch06-q8-measured"])
+    assert "下包络" in text(CHAPTER)
+
+
+def test_naive_baseline_on_the_same_ring(glued):
+    """有回绕的环上朴素的 AllGather 也走两个方向：⌊4/2⌋ 步 × 每步 1.5 = 3，再乘 4 块 → 7 个单位"""
+    assert number(glued["ch06-tl-naive-bidir"]) == 2 * 1.5 + 4 == 7
+    assert number(glued["ch06-tl-bidir"]) == 4 and number(glued["ch06-tl-naive"]) == 8.5
+
+
+def test_summary_does_not_claim_hlo_always_agrees():
+    chapter = text(CHAPTER)
+    assert "XLA 编译出的 HLO 与规划器的预计一致" not in chapter
+    assert "只有四种情形" not in chapter and "理想情况下只有最后一块的 AllReduce 露在外面" not in chapter

@@ -251,3 +251,13 @@ def test_with_kinds_finds_the_exact_sequence():
     assert gather.kinds == ("all_gather",) and gather.steps[0].operand == "A"
     assert p.with_kinds("all_reduce").kinds == ("all_reduce",)
     assert p.with_kinds("all_to_all", "all_to_all", "all_to_all") is None
+
+
+def test_alternatives_have_distinct_labels():
+    """列出的做法标签各不相同：同样的通信步骤、不同的本地乘积（部分和按 I 还是按 K 切）要能从标签上分开"""
+    mesh = {"X": 2, "Y": 4}
+    for sa, sb in [("A[I, J_Y]", "B[J, K]"), ("A[I_X, J]", "B[J_X, K_Y]"), ("A[I, J_X]", "B[J_Y, K]")]:
+        p = plan_matmul(sa, sb, "J", mesh, "v5e", shapes={"I": 4096, "J": 8192, "K": 16384})
+        labels = [o.label for o in p.alternatives]
+        assert len(labels) == len(set(labels)), [x for x in labels if labels.count(x) > 1]
+        assert all(f"本地 matmul 得 {o.c_local}" in o.label for o in p.alternatives)

@@ -153,10 +153,13 @@ class MatmulOption:
 
     @property
     def label(self) -> str:
-        """一行概括：``AllGather_X(A) → 本地 matmul → AllReduce_Y(C)``"""
+        """一行概括：``AllGather_X(A) → 本地 matmul 得 C[I, K]{U_Y} → AllReduce_Y(C)``
+
+        写出本地 matmul 得到的分片：通信步骤相同的两种做法（比如部分和先按 I 还是按 K 切开）由它区分。
+        """
         before = [f"{s.name}({s.operand})" for s in self.steps if s.operand != "C"]
         after = [f"{s.name}(C)" for s in self.steps if s.operand == "C"]
-        return " → ".join([*before, "本地 matmul", *after])
+        return " → ".join([*before, f"本地 matmul 得 {self.c_local}", *after])
 
     def describe(self) -> str:
         combine = "max(T_math, T_comms)" if self.overlap else "T_math + T_comms"
@@ -429,6 +432,7 @@ def plan_matmul(
     只用 AllReduce 求和、不另加切分（Case 4 里两种修法的输出不同，取总时间最短的）。
     slice_shape、hop_latency 原样交给 cost.estimate（TPU 需要 slice_shape 或与 torus 维数相同的 mesh）。
     选项按总时间排序：overlap=False（默认）时 T_math + T_comms，overlap=True 时 max(T_math, T_comms)。
+    dtype 决定通信的字节数；T_math 在 int8 时用 ops_int8，其余（包括 fp32）都用 bf16 峰值，对 fp32 偏乐观。
     """
     a, b = parse(a), parse(b)
     sizes = mesh_sizes(mesh)
@@ -536,11 +540,13 @@ def _path_out(path, c_loc: ShardedSpec) -> ShardedSpec:
 
 
 def _prune(options: list[MatmulOption]) -> list[MatmulOption]:
-    """按 (总时间, T_comms, 每设备 FLOPs, 通信次数, 切片次数) 排序并去掉重复"""
+    """按 (总时间, T_comms, 每设备 FLOPs, 通信次数, 切片次数) 排序并去掉重复
+
+    标签相同的做法（同样的通信、同样的本地乘积，只是免费切片的次序不同）只留最快的一种，列出的选项标签各不相同。
+    """
     seen, kept = set(), []
     for o in sorted(options, key=lambda o: (o.t_total, o.t_comms, o.flops_per_device, len(o.steps), len(o.slices))):
-        sig = o.trace
-        if sig not in seen:
-            seen.add(sig)
+        if o.label not in seen:
+            seen.add(o.label)
             kept.append(o)
     return kept
