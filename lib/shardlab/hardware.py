@@ -36,7 +36,7 @@ _NCCL_LAT = (
 )
 _NCCL_LL = (
     f"NVIDIA/nccl src/graph/tuning.cc（{NCCL_RELEASE}）llMaxBws：单节点 LL 协议的总线带宽上限"
-    "（Ampere 87.7、Hopper 141（自 2.18.1）、Blackwell 282 GB/s（自 2.25.1））"
+    "（Ampere 87.7、Hopper 141（自 2.21.5；2.18.1–2.20.5 为 87.7）、Blackwell 282 GB/s（自 2.25.1））"
 )
 _NCCL_NVL = (
     f"NVIDIA/nccl src/graph/topo.h（{NCCL_RELEASE}）SMxx_NVLINK_BW：拓扑搜索里每条 NVLink 每方向的带宽"
