@@ -245,10 +245,8 @@ def test_gpu_reference_script_dry_run_on_cpu(tmp_path):
 
 def test_fraction_of_peak_point_is_not_drawn_as_a_measurement():
     # 书中 v5e 的那一点只说“约为峰值的 95%”：时间是换算的，图例不能叫它“书中实测”
-    from shardlab.bench import plot as bench_plot
-
-    ref = bench_plot.plot_reference()
+    ref = plot.plot_reference()
     labels = [t.get_text() for ax in ref.fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
     labels += [ln.get_label() for ax in ref.fig.axes for ln in ax.get_lines()]
-    assert any(lab.startswith(bench_plot.DERIVED) for lab in labels)
-    assert not any(lab.startswith(bench_plot.PUBLISHED) and "v5e 8x16" in lab for lab in labels)
+    assert any(lab.startswith(plot.DERIVED) for lab in labels)
+    assert not any(lab.startswith(plot.PUBLISHED) and "v5e 8x16" in lab for lab in labels)
