@@ -241,3 +241,12 @@ def test_gpu_reference_script_dry_run_on_cpu(tmp_path):
         [sys.executable, str(script), "--out", str(out)], capture_output=True, text=True, timeout=180, env=env
     )
     assert proc.returncode != 0 and "没有 GPU" in proc.stderr and not out.exists()
+
+
+def test_fraction_of_peak_point_is_not_drawn_as_a_measurement():
+    # 书中 v5e 的那一点只说“约为峰值的 95%”：时间是换算的，图例不能叫它“书中实测”
+    ref = plot.plot_reference()
+    labels = [t.get_text() for ax in ref.fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    labels += [ln.get_label() for ax in ref.fig.axes for ln in ax.get_lines()]
+    assert any(lab.startswith(plot.DERIVED) for lab in labels)
+    assert not any(lab.startswith(plot.PUBLISHED) and "v5e 8x16" in lab for lab in labels)

@@ -139,3 +139,40 @@ def test_p7_time_counts_one_allreduce():
     right = answers.expected_value("ch05-p7-decode-time")
     assert "每层两次" in judge.evaluate("ch05-p7-decode-time", 2 * right).message
     assert "80 层 × 2 次" in judge.evaluate("ch05-p7-decode-time", 160 * right).message
+
+
+def test_multi_axis_gap_names_the_opposite_block(glued):
+    # 多出来的时间来自正对面整块走正向：拆半的调度 5.21 ms，低于式 (多轴) 的 5.56 ms
+    v, w_bidir = 1e9, 9e10
+    assert glued["ch05-ma-4x4-split"] == units.fmt_time(15 / 16 * v / (2 * w_bidir))
+    assert glued["ch05-ma-4x4-printed"] == units.fmt_time(v / (2 * w_bidir))
+    assert glued["ch05-ma-2x2-ratio"] == "1.5"  # 对照照印出来的 V/(k·W_双向)
+    assert glued["ch05-ma-2x2-printed"] == units.fmt_time(v / (2 * w_bidir))
+    assert "第一阶段转发的片很小" not in TEXT and "10\\cdot V/32" in TEXT
+
+
+def test_line_allreduce_penalty_depends_on_the_algorithm(glued):
+    assert glued["ch05-ov-line-ratio-chain"] == "1"
+    assert "流水线化的链式" in TEXT
+
+
+def test_cross_node_alltoall_at_fixed_per_gpu_buffer(glued):
+    per_gpu = 1e9 / 8
+    one = 7 / 64 * 8 * per_gpu / 450e9
+    eight = 7 / 8 * per_gpu / 50e9
+    assert glued["ch05-a2a-1node"] == units.fmt_time(one)
+    assert glued["ch05-a2a-8nodes"] == units.fmt_time(eight)
+    assert glued["ch05-a2a-8nodes-ratio"] == units.fmt_num(eight / one)
+    assert "ch05-gpu-a2a-cross-ratio" not in TEXT
+
+
+def test_lower_envelope_is_qualified_and_sp_bytes_agree_with_ch06(glued):
+    sol = SOL05.read_text(encoding="utf-8")
+    for body in (TEXT, sol):
+        # 不加限定的说法（开着 SHARP / NVLS 时实测可以超过下包络）
+        assert "下包络（lower envelope），真实时间只会更长" not in body and "实测总比模型慢" not in body
+        assert "SHARP" in body[body.index("下包络") :]
+    assert "480 GB/s" in TEXT and "480 GB/s" in sol
+    assert glued["ch05-sp-megatron-extra"] == "25%"  # Megatron-LM 反向多收集一次输入（第 6 章）
+    assert "NCCL 的树形算法、NVLink SHARP（NVLS）" not in sol
+    assert "15.2 µs" not in sol  # 数字由代码 glue，不手写

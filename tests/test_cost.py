@@ -422,7 +422,7 @@ def test_estimate_gpu_paths():
     v = 1e9
     in_node = cost.estimate("all_to_all", v, {"ep": 8}, "h100")
     assert in_node.bandwidth_term_s == pytest.approx(cost.gpu_alltoall_in_node(v, 8, 450e9))
-    assert in_node.time_s == pytest.approx(in_node.bandwidth_term_s + 6.6e-6 + 7 * 0.6e-6)
+    assert in_node.time_s == pytest.approx(in_node.bandwidth_term_s + 6.6e-6 + 0.6e-6)  # AllToAll：一步直接交换
     assert in_node.wraparound is None and in_node.regime == "bandwidth-bound"
     cross = cost.estimate("all_gather", v, {"dp": 4, "tp": 8}, "b200")
     assert cross.bandwidth_term_s == pytest.approx(cost.gpu_allgather_cross_node(v, 8, 4, 900e9, 400e9))

@@ -57,3 +57,13 @@ def test_nccl_model_rejects_what_it_does_not_model():
     with pytest.raises(ValueError, match="GPU"):
         cost.nccl_ring_time("all_reduce", 1e6, 8, "v5e", "LL")
     assert cost.nccl_ring_time("all_reduce", 1e6, 1, H100, "Simple") == 0.0
+
+
+def test_tree_and_nvls_do_not_beat_the_ring_for_small_messages_in_one_node():
+    # tuning.cc（2.30.3）：节点内 tree/LL = 6.8 + 2·7·0.6 = 15.2 µs，ring/LL = 15.0 µs，NVLS = 25 µs
+    base, step = hardware.NCCL_TREE_LL_LATENCY
+    tree = base + 2 * (8 - 1) * step
+    assert tree == pytest.approx(15.2e-6)
+    assert tree > cost.gpu_ring_latency("all_reduce", 8, 8, H100)
+    assert hardware.NCCL_NVLS_LATENCY == pytest.approx(25e-6) and hardware.NCCL_NVLS_LATENCY > tree
+    assert "2.21.5" in H100.sources["nccl_ll_bus_bw"] and "87.7" in H100.sources["nccl_ll_bus_bw"]

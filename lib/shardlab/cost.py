@@ -122,10 +122,26 @@ def allreduce_bidir_ring(v_bytes: float, n: int, ici_bidir_bw: float, hop_latenc
 
 
 def allreduce_line(v_bytes: float, n: int, ici_oneway_bw: float, hop_latency: float = 0.0) -> float:
-    """线形轴上的 AllReduce = ReduceScatter + AllGather：2(N-1)·max(t_hop, (V/N)/W_oneway)"""
+    """线形轴上的 AllReduce = ReduceScatter + AllGather：2(N-1)·max(t_hop, (V/N)/W_oneway)
+
+    这是全书（estimate）在线上用的算法，N = 4 时是有回绕的环 2V/W_bidir 的 1.5 倍。另一种算法没有这个损失：
+    见 allreduce_line_pipelined。
+    """
     return reducescatter_line(v_bytes, n, ici_oneway_bw, hop_latency) + allgather_line(
         v_bytes, n, ici_oneway_bw, hop_latency
     )
+
+
+def allreduce_line_pipelined(v_bytes: float, n: int, ici_oneway_bw: float) -> float:
+    """线形轴上流水线化的链式 AllReduce 的带宽项：V / W_oneway（= 2V/W_bidir，与有回绕的环相同）
+
+    把缓冲区切成很多小块：部分和沿正向一路加到线的末端，末端的结果再沿反向一路广播回来；
+    两个方向的链路各运 V 字节、同时在忙。线端的设备只有一条入链路，却必须收下完整的 V 字节结果，
+    所以 V/W_oneway 也是线上 AllReduce 的下界：这个算法是最优的（不计流水线填充的 2(N-1) 跳延迟）。
+    AllGather / ReduceScatter 在线上没有这样的算法：线端必须经一条链路收下（或送出）(N-1)/N·V。
+    """
+    n = _size(n)
+    return 0.0 if n == 1 else _bytes(v_bytes) / _rate(ici_oneway_bw)
 
 
 # ---- TPU 单轴：AllToAll ----
@@ -203,7 +219,9 @@ def allgather_multi_axis(
     有 wraparound（偶数 L）= L(N-1)/((L-1)N) · V/(k·W_bidir)，即书中公式 V/(k·W_bidir)（大 N 极限，
     `allgather_multi_axis_limit`）的 1 到 L/(L-1) 倍：4×4 为 1.25 倍，16×16 为 1.0625 倍；
     线 = 2(N-1)/N · V/(k·W_bidir)，2×2 为 V·3/(8·W_oneway)。
-    多出来的部分有两个来源：正对面的块整块走一个方向（与单轴一致），以及 (N-1)/N 因子。
+    有 wraparound 时比书中公式多出来的部分全部来自“正对面的块整块走正向”的约定（与单轴一致）：
+    4×4 上正向链路共运 10·V/32、反向只运 5·V/32。把正对面的块拆成两半（`ring.count(..., split_opposite=True)`）
+    就到达入口下界 `allgather_ingress_bound` = (N-1)/N · V/(k·W_bidir)，比书中公式还短；(N-1)/N 因子让时间变短，不是变长。
     k = 1 时与 allgather_bidir_ring / allgather_line 相同；长度为 1 的轴不参与。
     """
     v, w, lat = _bytes(v_bytes), _rate(ici_bidir_bw), _latency(hop_latency)
@@ -229,10 +247,10 @@ def allgather_multi_axis_limit(
 ) -> float:
     """书中的多轴 AllGather 公式（大 N 极限）：T = max(t_hop · Σ|X_i|/2, V/(k·W_bidir))
 
-    全部轴有 wraparound 时就是书中的式子；推广（我们的近似，书中没有）：没有 wraparound 的轴只贡献 W_oneway，
-    延迟按 |X_i|-1 跳计，即 T = max(t_hop · Σ h_i, V / Σ W_i)。它忽略 (N-1)/N 与正对面整块的因子，
-    比精确值 allgather_multi_axis 小，差距见那里的推导（各轴都长时趋于 0）。书中习题的答案（如 4×4×4 上
-    AllGather_XY 约 46 µs）用的是它。
+    全部轴有 wraparound 时就是书中的式子；推广（我们的近似，书中没有）：没有 wraparound 的轴只贡献 W_oneway
+    （线端的设备在这个轴上只有一个邻居），延迟按 |X_i|-1 跳计，即 T = max(t_hop · Σ h_i, V / Σ W_i)。
+    它比全书调度的 allgather_multi_axis 小（那里多出的是正对面整块走正向的代价），但比入口下界
+    allgather_ingress_bound 大 N/(N-1) 倍。书中习题的答案（如 4×4×4 上 AllGather_XY 约 46 µs）用的是它。
     """
     v, w, lat = _bytes(v_bytes), _rate(ici_bidir_bw), _latency(hop_latency)
     active = [(x, wrap) for x, wrap in _axes(axis_sizes, wraparound) if x > 1]
@@ -241,6 +259,22 @@ def allgather_multi_axis_limit(
     total_bw = sum(w if wrap else w / 2 for _, wrap in active)
     hops = sum(x / 2 if wrap else x - 1 for x, wrap in active)
     return max(hops * lat, v / total_bw)
+
+
+def allgather_ingress_bound(v_bytes: float, axis_sizes: Sizes, ici_bidir_bw: float, wraparound: Wraps = None) -> float:
+    """多轴 AllGather 带宽项的入口下界（ingress lower bound）：(N-1)/N · V / Σ W_i
+
+    每个设备要收下别人的 (N-1)/N 个数组，最多只能从它的入链路同时收：有 wraparound 的轴两条入链路
+    （W_i = W_bidir），没有 wraparound 的轴在线端只有一条（W_i = W_oneway）。任何调度都不会比它快。
+    各轴等长、都有 wraparound 的环面上，把正对面的块拆成两半的调度（`ring.count(..., split_opposite=True)`）恰好达到它；
+    没有 wraparound 的 2×2 上全书的调度也达到它。
+    """
+    v, w = _bytes(v_bytes), _rate(ici_bidir_bw)
+    active = [(x, wrap) for x, wrap in _axes(axis_sizes, wraparound) if x > 1]
+    if not active:
+        return 0.0
+    n = math.prod(x for x, _ in active)
+    return (n - 1) / n * v / sum(w if wrap else w / 2 for _, wrap in active)
 
 
 def reducescatter_multi_axis(
@@ -536,21 +570,27 @@ NCCL_NET_OVERHEAD = 1e-6  # s，跨节点时每步至少这么久（tuning.cc ge
 
 
 def _nccl_steps(collective: str, n: int, gpus_per_node: int) -> tuple[int, int]:
-    """NCCL 环的步数与其中跨节点的步数：AllReduce 2(N-1)、2(M-1)；其余 N-1、M-1"""
+    """NCCL 环的步数与其中跨节点的步数：AllReduce 2(N-1)、2(M-1)；AllGather / ReduceScatter N-1、M-1；AllToAll 1"""
     m = max(1, n // gpus_per_node)
-    factor = 2 if names.canonical(collective) == "all_reduce" else 1
+    name = names.canonical(collective)
+    if name == "all_to_all":  # 点对点直接交换，不是环：一步
+        return 1, int(m > 1)
+    factor = 2 if name == "all_reduce" else 1
     return factor * (n - 1), factor * (m - 1)
 
 
 def gpu_ring_latency(collective: str, n: int, gpus_per_node: int, chip: hardware.GpuChip, step_latency=None) -> float:
     """NCCL 环形算法的延迟项（秒）：base + (步数 - 跨节点步数)·t_NVLink + 跨节点步数·t_net
 
-    步数：AllGather / ReduceScatter / AllToAll 为 N-1，AllReduce 为 2(N-1)；跨节点步数同理按节点数 M 计。
+    步数：AllGather / ReduceScatter 为 N-1，AllReduce 为 2(N-1)；跨节点步数同理按节点数 M 计。
+    AllToAll 不是环（NCCL 把它做成一组点对点的发送 / 接收，tuning.cc 的模型不覆盖它）：我们的约定是
+    固定开销加一步（节点内一步 NVLink，跨节点一步网络），每个 GPU 直接把块送到目的 GPU。
     常数取自 NCCL 自己选算法时用的模型（hardware.NCCL_RELEASE 的 src/graph/tuning.cc，ring + LL 协议，
     三种协议里延迟最小的），不是测量值；跨节点时每步 NVLink 开销至少 NCCL_NET_OVERHEAD。
     estimate 把它加在按 NVLink 额定带宽算的带宽项上：T = 延迟项 + 带宽项。这个和比 NCCL 模型里
-    任何一种协议的时间都小（LL 的延迟最小，额定带宽最大），所以是下包络（lower envelope）：
-    真实时间不会比它更短。step_latency 可替换每步 NVLink 的开销。
+    任何一种协议的环形时间都小（LL 的延迟最小，额定带宽最大），所以是环形算法（SHARP / NVLS 关闭）的下包络
+    （lower envelope）。交换机内规约（NVLS）不受它约束：书中开着 SHARP 测到约 480 GB/s 的 busbw，高于额定的 450。
+    step_latency 可替换每步 NVLink 的开销。
     """
     n = _size(n)
     if n == 1:

@@ -36,7 +36,7 @@ _NCCL_LAT = (
 )
 _NCCL_LL = (
     f"NVIDIA/nccl src/graph/tuning.cc（{NCCL_RELEASE}）llMaxBws：单节点 LL 协议的总线带宽上限"
-    "（Ampere 87.7、Hopper 141（自 2.18.1）、Blackwell 282 GB/s（自 2.25.1））"
+    "（Ampere 87.7、Hopper 141（自 2.21.5；2.18.1–2.20.5 为 87.7）、Blackwell 282 GB/s（自 2.25.1））"
 )
 _NCCL_NVL = (
     f"NVIDIA/nccl src/graph/topo.h（{NCCL_RELEASE}）SMxx_NVLINK_BW：拓扑搜索里每条 NVLink 每方向的带宽"
@@ -44,9 +44,15 @@ _NCCL_NVL = (
 )
 _NOMINAL = "名义值（nominal）：只为让代价模型能在模拟设备上运行，不对应任何真实互连或芯片"
 
-# NCCL 节点内环形算法三种协议的模型参数（tuning.cc，NCCL 2.30.3；自 2.18.1 起未变）：
+# NCCL 节点内环形算法三种协议的模型参数（tuning.cc，NCCL 2.30.3；延迟常数自 2.18.1 起未变）：
 # 协议 → (baseLat 秒, 每步 NVLink hwLat 秒, 总线带宽相对 nccl_bus_bw 的系数)；LL 另受 nccl_ll_bus_bw 限制，
 # LL128 另有每通道上限（通道数足够多时不起作用，这里不计）。
+# 节点内的另外两种 AllReduce 算法在同一个模型里的延迟（tuning.cc，NCCL 2.30.3）：
+# 树 + LL：baseLat 6.8 µs，每步 hwLat NVLink 0.6 µs，节点内是 G-1 步的链、上下各一遍；
+# NVLS（NVLink SHARP，只有 Simple 协议）：延迟就是 hwLat NVLink NVLS = 25 µs（2.21.5 起；2.20 为 23 µs）。
+NCCL_TREE_LL_LATENCY = (6.8e-6, 0.6e-6)
+NCCL_NVLS_LATENCY = 25e-6
+
 NCCL_RING_PROTOCOLS: Mapping[str, tuple[float, float, float]] = MappingProxyType(
     {"LL": (6.6e-6, 0.6e-6, 0.5), "LL128": (14.0e-6, 1.9e-6, 0.92), "Simple": (8.4e-6, 3.4e-6, 1.0)}
 )

@@ -387,11 +387,15 @@ def simulate(collective: str, topology: Torus, data=None, **kwargs) -> SimResult
     return func[names.canonical(collective)](topology, data, **kwargs)
 
 
-def count(collective: str, topology: Torus, v_bytes: float, *, concurrent: bool = True) -> SimResult:
+def count(
+    collective: str, topology: Torus, v_bytes: float, *, concurrent: bool = True, split_opposite: bool = False
+) -> SimResult:
     """计数模式：只用块的字节数走一遍调度，统计每步每条链路的字节（不搬数据，不记步骤表）
 
     V 的含义见模块说明（AllGather：收集后的总大小；ReduceScatter / AllReduce：每设备的本地缓冲区；
     AllToAll：所有设备的总大小）。
+    split_opposite=True：AllGather / ReduceScatter / AllReduce 在偶数长度的双向环上把正对面的块拆成两半、
+    两个方向各走一半（默认是全书的约定：整块走正向；见 `torus.ag_pattern`）。AllToAll 总是拆开。
     """
     name = names.canonical(collective)
     if not v_bytes >= 0:
@@ -402,10 +406,11 @@ def count(collective: str, topology: Torus, v_bytes: float, *, concurrent: bool 
     else:
         n_pieces = _n_pieces(topology, concurrent)
         table = np.full((n, n_pieces), v_bytes / n / n_pieces)
+        so = {"split_opposite": split_opposite}
         if name == "all_gather":
-            sched = allgather_schedule(topology, table)
+            sched = allgather_schedule(topology, table, **so)
         elif name == "reduce_scatter":
-            sched = reducescatter_schedule(topology, table)
+            sched = reducescatter_schedule(topology, table, **so)
         else:
-            sched = _chain(reducescatter_schedule(topology, table), allgather_schedule(topology, table))
+            sched = _chain(reducescatter_schedule(topology, table, **so), allgather_schedule(topology, table, **so))
     return SimResult(name, topology, _link_bytes(topology, sched))

@@ -137,12 +137,15 @@ def _concat(parts: list[np.ndarray], dtype) -> np.ndarray:
 # ---- 一维 AllGather 的走法（在一条线 / 环的位置坐标里） ----
 
 
-def ag_pattern(length: int, wrap: bool, bidir: bool) -> list[list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]]:
-    """一维 AllGather 每一步的传输：(from 位置, to 位置, 数据块来源位置, 方向)
+def ag_pattern(
+    length: int, wrap: bool, bidir: bool, *, split_opposite: bool = False
+) -> list[list[tuple[np.ndarray, np.ndarray, np.ndarray, int, float]]]:
+    """一维 AllGather 每一步的传输：(from 位置, to 位置, 数据块来源位置, 方向, 送出的份额)
 
     单向环：N-1 步，每步每个设备把上一步收到的块（第一步是自己的块）发给下一个设备；
-    双向环：floor(N/2) 步，正向、反向同时转发；N 为偶数时正对面（antipodal）的块只从正向来，
-    所以最后一步只有正向链路在忙；
+    双向环：floor(N/2) 步，正向、反向同时转发；N 为偶数时正对面（antipodal）的块默认整块从正向来
+    （全书的约定），所以最后一步只有正向链路在忙；split_opposite=True 时正对面的块拆成两半，
+    最后一步两个方向各送半块（份额 0.5）；
     线（无回绕）：N-1 步，两个方向各自把块一直送到线的尽头。
     """
     q = np.arange(length)
@@ -151,22 +154,26 @@ def ag_pattern(length: int, wrap: bool, bidir: bool) -> list[list[tuple[np.ndarr
         return steps
     if wrap and not bidir:
         for t in range(1, length):
-            steps.append([(q, (q + 1) % length, (q - t + 1) % length, 1)])
+            steps.append([(q, (q + 1) % length, (q - t + 1) % length, 1, 1.0)])
     elif wrap:
         for t in range(1, length // 2 + 1):
-            moves = [(q, (q + 1) % length, (q - t + 1) % length, 1)]
-            if t <= (length - 1) // 2:
-                moves.append((q, (q - 1) % length, (q + t - 1) % length, -1))
+            last_even = 2 * t == length
+            share = 0.5 if (last_even and split_opposite) else 1.0
+            moves = [(q, (q + 1) % length, (q - t + 1) % length, 1, share)]
+            if t <= (length - 1) // 2 or (last_even and split_opposite):
+                moves.append((q, (q - 1) % length, (q + t - 1) % length, -1, share))
             steps.append(moves)
     else:
         for t in range(1, length):
             fw = np.arange(t - 1, length - 1)
             bw = np.arange(1, length - t + 1)
-            steps.append([(fw, fw + 1, fw - t + 1, 1), (bw, bw - 1, bw + t - 1, -1)])
+            steps.append([(fw, fw + 1, fw - t + 1, 1, 1.0), (bw, bw - 1, bw + t - 1, -1, 1.0)])
     return steps
 
 
-def allgather_schedule(topo: Torus, piece_bytes: np.ndarray, *, detail: bool = False) -> Schedule:
+def allgather_schedule(
+    topo: Torus, piece_bytes: np.ndarray, *, detail: bool = False, split_opposite: bool = False
+) -> Schedule:
     """多轴 AllGather 的调度；piece_bytes[d, p] = 设备 d 的块的第 p 片（piece）的字节数
 
     片数 P = 轴数 k（并发，concurrent）：第 p 片依次沿轴 p, p+1, …（循环）收集，
@@ -174,6 +181,8 @@ def allgather_schedule(topo: Torus, piece_bytes: np.ndarray, *, detail: bool = F
     P = 1（逐轴，sequential）：整块依次沿轴 0, 1, …, k-1 收集。
     每个阶段转发的是“这一片到目前为止已收齐的部分”（bundle），阶段结束后 bundle 沿该轴拼起来。
     数据块的键是 (来源设备 d, 片号 p)。
+    split_opposite：偶数长度的双向环上正对面的块拆成两半、两个方向各走一半（见 ag_pattern）；
+    默认 False 是全书的约定（整块走正向）。
     """
     n, n_pieces = piece_bytes.shape
     bundle_bytes = piece_bytes.astype(float).copy()
@@ -186,16 +195,16 @@ def allgather_schedule(topo: Torus, piece_bytes: np.ndarray, *, detail: bool = F
         for p in range(n_pieces):
             a = (p + j) % topo.k
             lines = topo.lines(a)
-            pattern = ag_pattern(topo.shape[a], topo.wraparound[a], topo.bidirectional)
+            pattern = ag_pattern(topo.shape[a], topo.wraparound[a], topo.bidirectional, split_opposite=split_opposite)
             phase_len = max(phase_len, len(pattern))
             for t, moves in enumerate(pattern):
-                for frm, to, origin, direction in moves:
+                for frm, to, origin, direction, share in moves:
                     src, dst, org = lines[:, frm].ravel(), lines[:, to].ravel(), lines[:, origin].ravel()
                     cols["step"].append(np.full(len(src), offset + t))
                     cols["src"].append(src)
                     cols["dst"].append(dst)
                     cols["port"].append(np.full(len(src), 2 * a + (direction < 0)))
-                    cols["nbytes"].append(bundle_bytes[org, p])
+                    cols["nbytes"].append(bundle_bytes[org, p] * share)
                     if detail:
                         items.extend(list(bundles[o][p]) for o in org)
             # 阶段结束：每个设备的 bundle 变成整条线上 bundle 的拼接
@@ -218,14 +227,18 @@ def allgather_schedule(topo: Torus, piece_bytes: np.ndarray, *, detail: bool = F
     )
 
 
-def reducescatter_schedule(topo: Torus, piece_bytes: np.ndarray, *, detail: bool = False) -> Schedule:
+def reducescatter_schedule(
+    topo: Torus, piece_bytes: np.ndarray, *, detail: bool = False, split_opposite: bool = False
+) -> Schedule:
     """ReduceScatter = AllGather 的转置（transpose）：时间倒放、收发对调，再做一次坐标反射
 
     AllGather 里块 d 沿一棵树从 d 复制出去；倒过来，部分和（partial sum）沿同一棵树流回 d，
     每经过一个设备就加上它的那一份。反射 c → -c 让转置后的传输仍走正向端口（单向环也成立）。
     piece_bytes[d, p] = 输出块 d（最终属于设备 d）的第 p 片的字节数；键是 (目标设备 d, 片号 p)。
     """
-    ag = allgather_schedule(topo, piece_bytes[topo.reflect(np.arange(topo.n))], detail=detail)
+    ag = allgather_schedule(
+        topo, piece_bytes[topo.reflect(np.arange(topo.n))], detail=detail, split_opposite=split_opposite
+    )
     last = ag.n_steps - 1
     items = None
     if detail:

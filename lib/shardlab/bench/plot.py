@@ -26,6 +26,7 @@ EMULATED_TITLE = "模拟设备：与模型的比较没有意义"
 TITLE_GPU = "8×H100 节点内的 AllReduce（关闭 SHARP）"
 TITLE_TPU = "TPU v5e 上的 AllGather"
 PUBLISHED = "书中实测"
+DERIVED = "由书中“约 95% 峰值”换算，不是测得的时间"
 ESTIMATE = "书中的估计"
 MODEL = "代价模型"
 THIS_RUN = "本次测量"
@@ -37,6 +38,7 @@ LABELS = (
     TITLE_GPU,
     TITLE_TPU,
     PUBLISHED,
+    DERIVED,
     ESTIMATE,
     MODEL,
     THIS_RUN,
@@ -152,7 +154,19 @@ def _draw_reference_set(ax, ref: ReferenceSet, vs, color, *, as_busbw: bool):
     ax.plot(vs, model, color=color, linewidth=1.6, label=f"{MODEL}：{ref.label}")
     xs = [p.bytes for p in ref.points]
     ys = [p.value if as_busbw else ref.measured_time_s(p) for p in ref.points]
-    ax.plot(xs, ys, linestyle="none", marker="o", markersize=7, color=color, label=f"{PUBLISHED}：{ref.label}")
+    if ref.quantity == "fraction_of_peak":  # 书中只说“约为峰值的 95%”：时间是换算出来的，画成空心点
+        ax.plot(
+            xs,
+            ys,
+            linestyle="none",
+            marker="o",
+            markersize=7,
+            markerfacecolor="white",
+            color=color,
+            label=f"{DERIVED}：{ref.label}",
+        )
+    else:
+        ax.plot(xs, ys, linestyle="none", marker="o", markersize=7, color=color, label=f"{PUBLISHED}：{ref.label}")
     theory = [(p.bytes, p.theory) for p in ref.points if p.theory is not None]
     if theory:
         ax.plot(*zip(*theory), linestyle="none", marker="x", markersize=7, color=color, label=ESTIMATE)
