@@ -8,6 +8,7 @@ import os
 import shutil
 import stat
 import sys
+import types
 import unicodedata
 from pathlib import Path
 
@@ -698,3 +699,74 @@ def test_unsigned_ghost_ids_from_one_student_do_not_stop_the_class():
     found = [_found(s.id, f"{s.id}.ipynb", 5, drawn[s.id], tags[s.id]) for s in students]
     found += [_found("s1", f"s1 ({k}).ipynb", 5, drawn["s1"], tags["s1"], student=f"ghost{k}") for k in range(5)]
     assert personal.reconcile(found, key, "ch05")[0] is None
+
+
+def test_a_huge_number_in_the_parameter_cell_affects_only_that_file():
+    """以前：B = 0x 加几千个 f 让 repr 抛出 ValueError，整班的评分以“用法错误”停下"""
+    for src in ("B = 0x" + "f" * 3900, 'mesh = {"X": 0x' + "f" * 4000 + "}"):
+        got = problems.written("ch05", [src])
+        assert all(isinstance(v, str) and "太大" in v for v in got.values()) and got
+
+
+def test_timeouts_while_others_ran_are_graded_again_alone(monkeypatch):
+    """一个学生占满 CPU，同时在评的诚实同学超时 0 分（还被缓存）：以前就此定分；现在等别的评完单独重评一次"""
+    import threading
+
+    honest, hog = (folder.Found(Path(n), n, n.encode(), n.encode(), n) for n in ("s1.ipynb", "s2.ipynb"))
+    results = {
+        "s1.ipynb": {"status": status.TIMEOUT, "problems": []},
+        "s2.ipynb": {"status": status.GRADED, "problems": [{"status": status.TIMEOUT}]},
+    }
+    graded = []
+    monkeypatch.setattr(cli, "grade_submission", lambda f, ctx: graded.append(f.sid) or {"status": status.GRADED})
+    ctx = types.SimpleNamespace(stop=threading.Event())
+    recorded = {}
+    done = cli._retry_timeouts_alone([honest, hog], results, ctx, lambda f, r: recorded.update({f.sid: r}), 2)
+    assert done == graded == ["s1.ipynb", "s2.ipynb"] and "单独重评" in recorded["s1.ipynb"]["notes"][0]
+    assert cli._retry_timeouts_alone([honest], results, ctx, lambda f, r: None, 1) == []  # -j 1：没有别的提交同时评
+
+
+def test_planted_junk_files_do_not_stop_the_class_but_a_wrong_roster_does(tmp_path):
+    """以前按文件数判断“花名册不对？”：往散放的提交目录里丢 5 个对不上的文件，4 个学生的评分就停下"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
+    for k in range(5):
+        shutil.copy(ROOT / "exercises" / "ch05_exercises.ipynb", own / f"junk{k}.ipynb")
+    who = cli.Personal(roster.read(roster_path), secret.read_bytes())
+    found = folder.scan([str(own)])
+    cli._peek_all(found)
+    cli._identify(found, who)
+    assert sorted(f.roster_id for f in found.found) == ["s000", "s001"] and len(found.ignored) == 5
+    other = tmp_path / "other.csv"  # 另一个班的花名册：两份签名对得上的个人版都对不上，而且对上的一份也没有
+    other.write_text("id,name\ns000,学生0\nt1,X\n", encoding="utf-8")
+    shutil.rmtree(own / "s000")
+    for k in range(5):
+        (own / f"junk{k}.ipynb").unlink()
+    shutil.copytree(own / "s001", own / "s001-copy")
+    found = folder.scan([str(own)])
+    cli._peek_all(found)
+    with pytest.raises(cli.UsageError, match="花名册不对？.*2 份是用这个密钥"):
+        cli._identify(found, cli.Personal(roster.read(other), secret.read_bytes()))
+
+
+def test_the_handed_out_notebooks_are_not_graded_as_a_class_of_zeros(tmp_path, capsys):
+    """以前：把评分器指到 shardlab-assign 的输出（发下去的空白笔记本），全班 0 分，rc 0，canvas.csv 可以导入"""
+    roster_path, secret, _, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    args = [str(tmp_path / "assigned"), "--course", str(ROOT), "--no-progress", "--sandbox", "rlimit", "--chapter", "5",
+            "--roster", str(roster_path), "--secret-file", str(secret)]  # fmt: skip
+    assert cli.main([*args, "--out", str(tmp_path / "o")]) == 2
+    assert "一道题也没有作答" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_identical_copies_are_graded_once_and_files_per_student_are_capped(tmp_path):
+    """以前：一个学生的 200 个文件每个都进沙箱评（每个最多 --wall 秒），内容相同的副本也一样"""
+    sub = tmp_path / "subs" / "s1"
+    sub.mkdir(parents=True)
+    for k in range(8):
+        (sub / f"v{k}.ipynb").write_text(json.dumps({"k": k}), encoding="utf-8")
+    (sub / "v9-copy.ipynb").write_text(json.dumps({"k": 0}), encoding="utf-8")
+    found = folder.scan([str(tmp_path / "subs")])
+    cli._peek_all(found)
+    cli._limit_per_student(found)
+    assert [f.rel for f in found.found] == [f"s1/v{k}.ipynb" for k in range(cli.MAX_FILES_PER_STUDENT)]
+    reasons = [i["reason"] for i in found.ignored]
+    assert sum("内容相同" in r for r in reasons) == 1 and sum("超过" in r for r in reasons) == 3

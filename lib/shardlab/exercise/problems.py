@@ -413,5 +413,13 @@ def written(assignment: str, sources) -> dict[str, Any]:
     for p in params_of(assignment):
         if p.name in found:
             value = coerce(p, found[p.name])
-            out[p.name] = value if value is not None else f"{found[p.name]!r:.40}"  # 不是这个参数能取的值：只留个说法
+            out[p.name] = value if value is not None else describe(found[p.name])  # 不是这个参数能取的值：只留个说法
     return out
+
+
+def describe(value, limit: int = 40) -> str:
+    """笔记本里写的值的简短说法（不可信：几千位的整数连 repr 都会抛出 ValueError）"""
+    try:
+        return f"{value!r:.{limit}}"
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__}，太大，写不出来>"

@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="笔记本里的参数大多对不上密钥时也照样评分（只在确认 --secret-file 没错时用，例如只收到几份改过参数的提交）",
     )
     p.add_argument(
+        "--allow-blank",
+        action="store_true",
+        help="大多数提交一道题也没有作答时也照样评分（默认停下：多半是提交目录指到了发给学生的笔记本）",
+    )
+    p.add_argument(
         "--canvas-column", help="canvas.csv 里作业那一列的名字（要与 Canvas 里的作业名一致；默认 shardlab chNN）"
     )
     p.add_argument("--wall", type=float, default=Limits.wall_s, help="每份提交的墙钟时间上限（秒）")
@@ -146,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             _identify(found, args.personal)
         _refuse_nothing_to_grade(found)
+        _limit_per_student(found)
         chapter = _choose_chapter(found.found, args.chapter)
         key = base_key
         if args.personal is not None and chapter is not None:
@@ -154,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                 base_key, args.personal.students, args.personal.secret, (assignment,)
             )
             for f in found.found:
-                f.written_params = problems.written(assignment, f.peek.param_sources) if f.peek else None
+                f.written_params = _written(assignment, f)
             _drop_unsigned_claims(found, args.personal.key, assignment)
             problem, args.roster_notes = personal.reconcile(found.found, args.personal.key, assignment)
             if problem and not args.trust_key:
@@ -165,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
             _assign_ids(found)
         if chapter is not None:
             _check_weights(args.weight_map, chapter)
+            if not args.allow_blank:
+                _refuse_mostly_blank(found, course, chapter)
         _check_out(args.out.absolute(), chapter)
     except (CourseError, AnswerKeyError, inject.CourseOrderError, UsageError, roster.RosterError, ValueError,
             variants.VariantError) as exc:  # fmt: skip
@@ -294,6 +302,56 @@ def _refuse_personal_without_key(found: Scan) -> None:
 KEY_SHARE = 0.5
 
 
+MAX_FILES_PER_STUDENT = 5
+
+
+def _limit_per_student(found: Scan) -> None:
+    """同一个学生（花名册 id；没有花名册时同一个文件夹）的文件：内容相同的只评一次，最多评 MAX_FILES_PER_STUDENT 个
+    （每个文件最多占一个沙箱 --wall 秒：以前一个学生交 200 个文件能让全班的评分拖上几个小时）。
+    先留带着他自己个人版签名的文件，再按路径"""
+    groups: dict[object, list[Found]] = {}
+    for f in found.found:
+        who = f.roster_id or (f.group if isinstance(f.group, bytes) else f.sid)
+        groups.setdefault(who, []).append(f)
+    keep: set[int] = set()
+    for files in groups.values():
+        own = [f for f in files if f.peek is not None and f.peek.tag and f.roster_id and f.peek.student == f.roster_id]
+        ordered = own + [f for f in files if f not in own]
+        seen: dict[str, Found] = {}  # 内容的 sha256 → 留下的文件
+        for f in ordered:
+            sha = _sha(f.path) or f"?{f.rel}"  # 读不了的文件各算各的（评分时报告）
+            if sha in seen:
+                found.ignored.append({"file": f.rel, "reason": f"与 {seen[sha].rel} 内容相同：只评一次"})
+            elif len(seen) >= MAX_FILES_PER_STUDENT:
+                found.ignored.append(
+                    {
+                        "file": f.rel,
+                        "reason": f"同一个学生的文件超过 {MAX_FILES_PER_STUDENT} 个：只评前 {MAX_FILES_PER_STUDENT} 个",
+                    }
+                )
+            else:
+                seen[sha] = f
+                keep.add(id(f))
+    found.found[:] = [f for f in found.found if id(f) in keep]
+
+
+def _refuse_mostly_blank(found: Scan, course: Course, chapter: int) -> None:
+    """大多数提交的每个答案单元都与发下去的练习一模一样（一道题也没有作答）：多半是提交目录指到了发给学生的笔记本
+    （shardlab-assign 的输出），评下去就是全班 0 分、rc 0。停下（--allow-blank 照样评）"""
+    try:
+        blank = inject.answer_digests(inject.read_notebook(course.exercise(chapter).read_bytes()))
+    except (OSError, inject.SubmissionError):
+        return
+    mine = [f for f in found.found if f.peek is not None and f.peek.chapter == chapter]
+    empty = [f for f in mine if f.peek.answer_cells and all(blank.get(t) == h for t, h in f.peek.answer_cells.items())]
+    if len(mine) >= 2 and len(empty) > KEY_SHARE * len(mine):
+        raise UsageError(
+            f"{len(mine)} 份第 {chapter} 章的提交里有 {len(empty)} 份一道题也没有作答（答案单元与发下去的练习一模一样，"
+            f"例如 {terminal(empty[0].rel, 80)}）：提交目录是不是指到了发给学生的个人版（shardlab-assign 的输出）？"
+            "确实要评时加 --allow-blank。什么也没有写。"
+        )
+
+
 def _refuse_nothing_to_grade(found: Scan) -> None:
     """一份能评的提交也没有，却有被忽略的文件：多半是目录给错了（例如 Gradescope 导出多了一层），不写全班 0 分的成绩表"""
     if found.found or not found.ignored:
@@ -321,14 +379,39 @@ def _identify(found: Scan, who: Personal) -> None:
             continue
         f.roster_id, f.how, f.notes, f.group = ident.sid, ident.how, list(ident.notes), list(ident.group)
         keep.append(f)
-    unmatched = len(found.found) - len(keep)
-    if len(found.found) >= 2 and unmatched > len(found.found) / 2:
-        examples = "；".join(f"{terminal(i['file'], 60)}：{i['reason']}" for i in found.ignored[-unmatched:][:2])
+    unmatched = [f for f in found.found if f not in keep]
+    # 花名册给错的证据：对不上的文件是用这个密钥生成的个人版（签名对得上笔记本里写的 id）。没有签名的对不上的文件不算：
+    # 谁都能往散放的提交目录里丢几个文件，以前丢得比真提交多就能让整班的评分停下
+    evidence = [f for f in unmatched if _signed_for_its_own_id(f, who.secret)]
+    if len(found.found) >= 2 and len(unmatched) > len(found.found) / 2 and (not keep or len(evidence) > len(keep)):
+        examples = "；".join(f"{terminal(i['file'], 60)}：{i['reason']}" for i in found.ignored[-len(unmatched) :][:2])
         raise UsageError(
-            f"花名册不对？{len(found.found)} 份提交里有 {unmatched} 份对不上 --roster 里的学生（例如 {examples}）。"
+            f"花名册不对？{len(found.found)} 份提交里有 {len(unmatched)} 份对不上 --roster 里的学生"
+            f"（其中 {len(evidence)} 份是用这个密钥为不在花名册里的 id 生成的个人版；例如 {examples}）。"
             "请确认花名册是这个班的、文件是按教师指南“收作业”一节的方式放的。什么也没有写。"
         )
     found.found[:] = keep
+
+
+def _signed_for_its_own_id(f: Found, secret: bytes) -> bool:
+    """笔记本带着这个密钥为它里面写的学生 id 签的参数（一份真的个人版）"""
+    peek = f.peek
+    if peek is None or not (peek.student and peek.tag and peek.chapter):
+        return False
+    assignment = f"ch{peek.chapter:02d}"
+    try:
+        written = problems.written(assignment, peek.param_sources)
+        return variants.verify(variants.public_key(secret, assignment), assignment, peek.student, written, peek.tag)
+    except Exception:  # noqa: BLE001  不可信的输入；未知的章
+        return False
+
+
+def _written(assignment: str, f: Found) -> dict | None:
+    """参数单元里写的参数；学生写的东西出什么错都只影响这一份（以前：一个几千位的数让整班的评分停下）"""
+    try:
+        return problems.written(assignment, f.peek.param_sources) if f.peek else None
+    except Exception:  # noqa: BLE001  不可信的输入
+        return None
 
 
 def _drop_unsigned_claims(found: Scan, key: personal.PersonalKey, assignment: str) -> None:
@@ -612,7 +695,8 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
             except Exception as exc2:  # noqa: BLE001
                 meta.setdefault("write_errors", []).append(f"{f.rel}: {terminal(exc2)}")
         results[f.sid] = res
-        newly.append(f.sid)
+        if f.sid not in newly:  # 超时后单独重评的那一份只算一次
+            newly.append(f.sid)
         _write_gradebook(out, results, meta)
 
     _write_gradebook(out, results, meta)
@@ -637,6 +721,9 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
             if ctx.stop.is_set():
                 for fut in pending:
                     fut.cancel()
+    retried = _retry_timeouts_alone(todo, results, ctx, record, args.jobs)
+    if retried:
+        meta["retried_alone"] = retried
     interrupted = ctx.stop.is_set()
     meta["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     meta["counts"] = {
@@ -682,6 +769,33 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         print("评分被中断：已评的结果都已保存，再运行一次会接着评剩下的", file=sys.stderr)
         return 130
     return 0
+
+
+def timed_out(res: dict) -> bool:
+    """整份或某道题超时"""
+    return res.get("status") == st.TIMEOUT or any(p.get("status") == st.TIMEOUT for p in res.get("problems", []))
+
+
+def _retry_timeouts_alone(todo: list[Found], results: dict[str, dict], ctx, record, jobs: int) -> list[str]:
+    """几份同时评（-j > 1）时超时的提交，等别的都评完再单独重评一次：同时在评的另一份提交（比如一个占满 CPU 的学生）
+    可能把它拖慢到超时。单独重评的结果取代第一次的（缓存的是它）；单独评也超时，才是它自己慢"""
+    if jobs <= 1:
+        return []
+    again = [f for f in todo if f.sid in results and timed_out(results[f.sid])]
+    done = []
+    for f in again:
+        if ctx.stop.is_set():
+            break
+        try:
+            res = grade_submission(f, ctx)
+        except Interrupted:
+            break
+        except Exception as exc:  # noqa: BLE001
+            res = failed_result(f, ctx, st.GRADER_ERROR, f"{type(exc).__name__}: {exc}")
+        res.setdefault("notes", []).append("第一次与别的提交同时评时超时，等别的评完后单独重评了一次：这是单独评的结果")
+        record(f, res)
+        done.append(f.sid)
+    return done
 
 
 STALE = "stale-feedback"

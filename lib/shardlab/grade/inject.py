@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -173,6 +174,7 @@ class Peek:
     param_sources: list[str]
     tag: str | None = None  # shardlab-assign 写的参数签名
     kind: str | None = None  # shardlab-assign 写的 exercises（发给学生的）或 solutions（教师的参考答案）
+    answer_cells: dict[str, str] = field(default_factory=dict)  # 答案 id → 那个单元源码的 sha256（看是不是还没作答）
 
 
 def peek(raw: dict) -> Peek:
@@ -194,7 +196,21 @@ def peek(raw: dict) -> Peek:
         params[:MAX_PARAM_CELLS],
         tag[:MAX_TAG_CHARS] if isinstance(tag, str) else None,
         info["kind"][:MAX_TAG_CHARS] if isinstance(info.get("kind"), str) else None,
+        answer_digests(raw),
     )
+
+
+def answer_digests(raw: dict) -> dict[str, str]:
+    """每个带答案 id 标签的代码单元的代码（去掉注释与空白：个人版改写了注释里的数）的 sha256；同一个 id 有几个单元时取第一个"""
+    out: dict[str, str] = {}
+    for cell in raw.get("cells", []):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        for t in _tags(cell):
+            if t in answers.ANSWERS and t not in out:
+                code = "".join(re.sub(r"#.*", "", _source(cell)).split())
+                out[t] = hashlib.sha256(code.encode("utf-8", "replace")).hexdigest()
+    return out
 
 
 def chapter_answers(chapter: int) -> list[answers.Answer]:
