@@ -181,11 +181,13 @@ def _tp(phase):
             ("80 层各一次", lambda p: 80 * v(p)),
             ("80 层 × 2 次", lambda p: 160 * v(p)),
             ("每层两次", lambda p: 2 * v(p)),
+            ("4 字节", lambda p: 2 * v(p)),
         ],
         [
             ("只算了带宽项", bw),
             ("两个方向之和", lambda p: lat(p) + bw(p, NV_BOTH)),
             ("少了 bf16", lambda p: lat(p) + bw(p, nbytes=v(p) / 2)),
+            ("4 字节", lambda p: lat(p) + bw(p, nbytes=2 * v(p))),
             ("每层两次", lambda p: 2 * (lat(p) + bw(p))),
             ("80 层各一次", lambda p: 80 * (lat(p) + bw(p))),
             ("80 层 × 2 次", lambda p: 160 * (lat(p) + bw(p))),

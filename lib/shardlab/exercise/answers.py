@@ -305,7 +305,7 @@ _RING_MINUS_ONE = (
 MINUS_ONE_P1A = Slip(_ring_factor(("X",)), _RING_MINUS_ONE)
 MINUS_ONE_P1C = Slip(_ring_factor(("Z",)), _RING_MINUS_ONE)
 MINUS_ONE_P1B = Slip(_ring_factor(("X", "Y")), "乘了 (N-1)/N：这一问按正文的多轴公式（大 N 近似）估算，不带这个因子")
-WHOLE_ARRAY_P1A = Slip(lambda p: p["mesh"]["Y"], "V 用了整个数组：AllGather_X 之后每个设备只有 [B, D_Y]")
+WHOLE_ARRAY_P1A = Slip(lambda p: p["mesh"]["Y"], "V 用了整个数组：AllGather_X 只沿 X 收集，收集完成后 D 仍沿 Y 分片")
 ONE_AXIS_P1B = Slip(2.0, "只用了一条轴的带宽：沿 X、Y 同时收集，可用带宽是两条轴之和")
 AR_IS_TWICE = Slip(
     0.5, "漏了 AllReduce 的因子 2：AllReduce = ReduceScatter + AllGather，时间是同样大小的 AllGather 的 2 倍"
@@ -319,7 +319,7 @@ EXACT_P1B = Slip(
 )
 WHOLE_ARRAY_P1C = Slip(
     lambda p: p["mesh"]["X"] * p["mesh"]["Y"],
-    "V 用了整个数组（原书早期版本的算法）：每个设备未规约的缓冲区只有 [B_X, D_Y]",
+    "V 用了整个数组（原书早期版本的算法）：AllReduce 的 V 是每个设备本地未规约的缓冲区，它仍沿 X、Y 分片",
 )
 # 按可能性排：同一个错误值（例如 2 倍）先列更常见的原因
 P1A_SLIPS = (ONEWAY_FOR_BIDIR, BF16_AS_4, BF16, WHOLE_ARRAY_P1A, _line_for_ring("X"), MINUS_ONE_P1A)
@@ -537,6 +537,7 @@ P7_BYTES_SLIPS = (
     Slip(80.0, "问的是一次 AllReduce，不是 80 层各一次的总和"),
     Slip(160.0, "问的是一次 AllReduce，不是每步 80 层 × 2 次的总和"),
     Slip(2.0, "问的是一次 AllReduce，不是每层两次的总和"),
+    BF16_AS_4,
 )
 
 
@@ -546,6 +547,11 @@ def _p7_time_slips(phase: str) -> tuple[Slip, ...]:
         _bandwidth_term_only(phase),
         Slip(None, _NVLINK_900, alt=lambda right, p: _h100_in_node_allreduce(nbytes(p), p["TP"], NVLINK_BIDIR)),
         _bf16_time(nbytes, _tp_group),  # 延迟项不变，只有带宽项减半
+        Slip(
+            None,
+            BF16_AS_4.hint,
+            alt=lambda right, p: cost.estimate("all_reduce", 2 * nbytes(p), _tp_group(p), "h100").time_s,
+        ),
         Slip(2.0, "问的是一次 AllReduce 的时间，不是每层两次的总和"),
         Slip(80.0, "问的是一次 AllReduce 的时间，不是 80 层各一次的总和"),
         Slip(160.0, "问的是一次 AllReduce 的时间，不是每步 80 层 × 2 次的总和"),
@@ -716,7 +722,8 @@ ANSWER_LIST: tuple[Answer, ...] = (
            edge_cases=((4096, 8192, 1024), (1, 8192, 8192)), rtol=1e-6, varies=False, slips=P4_FN_SLIPS),
     Answer("ch06-p5-weight-bytes-per-chip", "p5_weight_bytes_per_chip", "B",
            "推荐分片下每个芯片上两个权重矩阵的字节数", mlp_weight_bytes, rtol=1e-9, slips=P5_WEIGHT_SLIPS),
-    Answer("ch06-p5-t-math", "p5_t_math", "s", "推荐分片下每个芯片的计算时间", mlp_t_math, slips=P5_MATH_SLIPS),
+    Answer("ch06-p5-t-math", "p5_t_math", "s", "推荐分片下每个芯片的计算时间", mlp_t_math, slips=P5_MATH_SLIPS,
+           hint="检查 FLOPs（有几个矩阵乘法、每次乘加算两次）、分到了几个芯片上，以及用的是不是 bf16 的峰值算力"),
     Answer("ch06-p5-t-comms", "p5_t_comms", "s",
            "推荐分片下每层的通信时间（ReduceScatter_XY + AllGather_XY，v5e 2x2 的两条轴都是线）",
            mlp_t_comms, slips=P5_COMMS_SLIPS),
