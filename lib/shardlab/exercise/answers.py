@@ -258,7 +258,7 @@ FP32 = Slip(2.0, "按 4 字节（fp32）算了每个参数：题目里的模型�
 
 def inverse(what: str) -> Slip:
     """比值倒过来了：错误值是正确答案的倒数"""
-    return Slip(None, f"比值倒过来了：要的是 {what}", alt=lambda right, p: 1 / right)
+    return Slip(None, f"比值倒过来了：要的是“{what}”", alt=lambda right, p: 1 / right)
 
 
 UNIT_SLIPS = {
