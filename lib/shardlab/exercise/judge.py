@@ -20,7 +20,14 @@ CORRECT = "correct"
 WRONG = "wrong"
 INVALID = "invalid"
 ZERO_ATOL = 1e-12  # 参考值为 0 时允许的绝对误差
-SLIP_RTOL = 0.02  # 认出常见失误时的相对容差
+SLIP_RTOL = answers.SLIP_RTOL  # 认出常见失误时的相对容差
+# 没有认出失误时的提示：按答案的单位（答案自己的 hint 优先）
+FALLBACK_HINTS = {
+    "s": "回到公式，检查 V 的取法、带宽的方向（W_单向 还是 W_双向）和单位",
+    "B": "检查数组的形状、哪些维度仍是分片的，以及每个元素的字节数",
+    "FLOP": "检查矩阵乘法的 FLOPs（每次乘加算两次）和分到几个芯片上",
+    "1": "比值没有单位：检查分子和分母各是什么",
+}
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,10 @@ def as_number(value) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, Real):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # 例如 10**400：是数，只是超出了浮点数的范围
+            return float("inf") if value > 0 else float("-inf")
     if getattr(value, "shape", None) == () and getattr(getattr(value, "dtype", None), "kind", "") in ("i", "u", "f"):
         try:
             return float(value)
@@ -67,7 +77,8 @@ def as_number(value) -> float | None:
 
 
 def slip_values(spec: answers.Answer, right: float, params=None) -> list[tuple[str, float]]:
-    """这个答案的常见失误在参数 params（默认发布版）下给出的错误值：[(提示, 错误值)]，含单位失误与“单位失误 + 一个别的失误”"""
+    """这个答案的常见失误在参数 params（默认发布版；函数答案是一组输入）下给出的错误值：[(提示, 错误值)]，
+    含单位失误与“单位失误 + 一个别的失误”；同一个错误值的几种原因按登记表的顺序（可能性从大到小）"""
     if not right:
         return []
     params = spec.params(params)
@@ -93,6 +104,13 @@ def _split(candidates: list[tuple[str, float]]) -> tuple[list, list]:
     return single, [c for c in candidates if "；另外，" in c[0]]
 
 
+def tolerance_text(spec: answers.Answer) -> str:
+    """判对的容差，写给学生看：估算的答案“相差 2% 以内”，能精确算出的答案“要精确”"""
+    if spec.rtol >= 1e-3:
+        return f"与参考值相差 {spec.rtol:.0%} 以内算对"
+    return "这个答案能精确算出，要与参考值相等"
+
+
 def judge_value(spec: answers.Answer, value, right: float, params=None) -> Verdict:
     """把一个数值答案与参考值 right 比较；params 是这个学生的题目参数（认出与参数有关的失误；默认发布版）"""
     if value is Ellipsis or value is None:
@@ -100,16 +118,21 @@ def judge_value(spec: answers.Answer, value, right: float, params=None) -> Verdi
     number = as_number(value)
     if number is None:
         return Verdict(spec.id, INVALID, f"答案应当是一个数（单位 {spec.unit}），收到的是 {type(value).__name__}")
-    if math.isnan(number) or math.isinf(number):
-        return Verdict(spec.id, WRONG, "答案是 NaN 或无穷大")
+    if math.isnan(number):
+        return Verdict(spec.id, WRONG, "答案是 NaN（not a number）：检查是不是有 0/0 或者用了还没算出来的变量")
+    if math.isinf(number):
+        return Verdict(spec.id, WRONG, "答案是无穷大，或者大到超出了浮点数的范围（比如 10**400）：检查单位和指数")
     if close(number, right, spec.rtol):
         return Verdict(spec.id, CORRECT, "正确")
+    if number < 0 <= right:
+        what = {"s": "时间", "B": "字节数", "FLOP": "FLOPs"}.get(spec.unit, "这个比值")
+        return Verdict(spec.id, WRONG, f"不对：答案是负数，而{what}不会小于 0。检查减法的顺序和正负号。")
     hints = slip_hints(spec, number, right, params)
     if hints:
         return Verdict(spec.id, WRONG, "不对。" + "；或者，".join(hints) + "。", slip=True)
     direction = "偏大" if number > right else "偏小"
-    hint = spec.hint or "回到公式，检查 V 的取法、带宽的方向和单位"
-    return Verdict(spec.id, WRONG, f"不对（{direction}）。{hint}。")
+    hint = spec.hint or FALLBACK_HINTS.get(spec.unit, FALLBACK_HINTS["1"])
+    return Verdict(spec.id, WRONG, f"不对（{direction}；{tolerance_text(spec)}）。{hint}。")
 
 
 def judge_function(spec: answers.Answer, func, inputs=None, expected=None) -> Verdict:
@@ -127,7 +150,7 @@ def judge_function(spec: answers.Answer, func, inputs=None, expected=None) -> Ve
         if got is None or got is Ellipsis:
             return Verdict(spec.id, MISSING, f"未作答：{spec.var}{tuple(args)} 返回了 {got!r}")
         right = spec.reference(*args) if expected is None else expected[k]
-        verdict = judge_value(spec, got, right)
+        verdict = judge_value(spec, got, right, tuple(args))  # 函数答案的失误按这一组输入来认
         if not verdict.ok:
             return Verdict(spec.id, verdict.status, f"输入 {tuple(args)}：{verdict.message}", verdict.slip)
     return Verdict(spec.id, CORRECT, f"正确（检查了 {len(inputs)} 组输入）")

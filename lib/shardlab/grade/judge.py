@@ -94,9 +94,9 @@ def judge_record(
     if not isinstance(cases, list) or len(cases) != len(inputs):
         return Verdict(spec.id, st.INVALID, "导出的函数结果数目不对")
     for args, case in zip(inputs, cases):
-        verdict = _judge_plain(spec, case, spec.reference(*args))
+        verdict = _judge_plain(spec, case, spec.reference(*args), tuple(args))  # 函数答案的失误按这一组输入来认
         if not verdict.ok:
-            return Verdict(spec.id, verdict.status, f"输入 {tuple(args)}：{verdict.message}")
+            return Verdict(spec.id, verdict.status, f"输入 {tuple(args)}：{verdict.message}", verdict.slip)
     return Verdict(spec.id, st.CORRECT, f"正确（检查了 {len(inputs)} 组输入，含评分时另选的）")
 
 
