@@ -643,14 +643,14 @@ def test_wrong_roster_wrong_chapter_and_public_notebooks_get_the_right_diagnosis
 
 def test_personal_notebooks_without_the_key_and_the_answer_folder_are_refused(tmp_path, capsys):
     """以前：不给 --roster/--secret-file 时按书上的参数评，全班 3/17，rc 0；指到教师的参考答案目录时全班满分"""
-    from shardlab.assign import cli as assign_cli
+    import shardlab.assign.cli
 
     roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
     base = ["--course", str(ROOT), "--no-progress", "--sandbox", "rlimit", "--chapter", "5"]
     assert cli.main([str(own), "--out", str(tmp_path / "o1"), *base]) == 2
     assert "是个人版" in capsys.readouterr().err
     answers_dir = tmp_path / "个人版"
-    assign_cli.assign(roster.read(roster_path), secret.read_bytes(), answers_dir, ROOT, ("ch05",), solutions=True)
+    shardlab.assign.cli.assign(roster.read(roster_path), secret.read_bytes(), answers_dir, ROOT, ("ch05",), solutions=True)
     only = tmp_path / "only-solutions"
     only.mkdir()
     for sid in ("s000", "s001"):
