@@ -650,7 +650,9 @@ def test_personal_notebooks_without_the_key_and_the_answer_folder_are_refused(tm
     assert cli.main([str(own), "--out", str(tmp_path / "o1"), *base]) == 2
     assert "是个人版" in capsys.readouterr().err
     answers_dir = tmp_path / "个人版"
-    shardlab.assign.cli.assign(roster.read(roster_path), secret.read_bytes(), answers_dir, ROOT, ("ch05",), solutions=True)
+    shardlab.assign.cli.assign(
+        roster.read(roster_path), secret.read_bytes(), answers_dir, ROOT, ("ch05",), solutions=True
+    )
     only = tmp_path / "only-solutions"
     only.mkdir()
     for sid in ("s000", "s001"):
