@@ -54,6 +54,8 @@ def _rerun(subs: Path, out: Path, key_file: Path, env: dict | None = None) -> di
 @needs_sandbox
 def test_first_ctrl_c_starts_no_new_sandbox_and_keeps_what_was_graded(tmp_path, key_file, loop_class):
     out = tmp_path / "out"
+    (out / "feedback").mkdir(parents=True)
+    (out / "feedback" / "c_correct.md").write_text("上一次的反馈", encoding="utf-8")
     proc = _busy_grader(loop_class, out, key_file)
     time.sleep(1.0)  # 沙箱在跑第二份
     proc.send_signal(signal.SIGINT)
@@ -68,6 +70,8 @@ def test_first_ctrl_c_starts_no_new_sandbox_and_keeps_what_was_graded(tmp_path, 
     # 没评完的成绩不能导入：以前 canvas.csv 里没评到的人是 0 分、“没有提交”，summary.md 也不提中断
     assert not (out / "canvas.csv").exists() and not (out / "grades_wide.csv").exists()
     assert "评分被中断" in (out / "summary.md").read_text(encoding="utf-8")
+    # 还没评的那份上一次的反馈不留在 feedback/ 里（以前会被当成这次的发给学生）
+    assert not (out / "feedback" / "c_correct.md").exists() and (out / "stale-feedback" / "c_correct.md").exists()
     wait_for(lambda: not sandboxes(out), 30)
 
 

@@ -127,6 +127,14 @@ def test_gradescope_export_unzipped_with_its_wrapper_folder_is_found(tmp_path):
     assert [f.rel for f in found.found] == ["submission_1/x.ipynb"] and "Gradescope" in found.notes[0]
     (tmp_path / "subs" / "other").mkdir()  # 还有别的文件夹：不猜
     assert folder.scan([str(tmp_path / "subs")]).found == []
+    nested = inner / "submission_2" / "hw" / "week5"  # 学生上传的子文件夹：Gradescope 自己会在整个提交里找
+    nested.mkdir(parents=True)
+    (nested / "ch05_exercises.ipynb").write_text("{}", encoding="utf-8")
+    (inner / "deep" / "a" / "b").mkdir(parents=True)  # 不是 submission_<号>/：照旧只看两层
+    (inner / "deep" / "a" / "b" / "x.ipynb").write_text("{}", encoding="utf-8")
+    found = folder.scan([str(inner)])
+    assert [f.rel for f in found.found] == ["submission_1/x.ipynb", "submission_2/hw/week5/ch05_exercises.ipynb"]
+    assert any(i["file"] == "deep/a" and "太深" in i["reason"] for i in found.ignored)
 
 
 def test_glob_over_per_student_folders_keeps_the_folder_as_the_student(tmp_path):
@@ -772,3 +780,44 @@ def test_identical_copies_are_graded_once_and_files_per_student_are_capped(tmp_p
     assert [f.rel for f in found.found] == [f"s1/v{k}.ipynb" for k in range(cli.MAX_FILES_PER_STUDENT)]
     reasons = [i["reason"] for i in found.ignored]
     assert sum("内容相同" in r for r in reasons) == 1 and sum("超过" in r for r in reasons) == 3
+
+
+def test_changing_the_limits_invalidates_cached_results():
+    """以前：超时之后加大 --cell-timeout 再运行，缓存里的超时结果照样用，gradebook.json 却记着新的上限"""
+    from shardlab.grade.sandbox import Limits
+    from shardlab.grade.submission import Context
+
+    key = AnswerKey({}, "fp")
+
+    def ctx(limits, mode="bwrap"):
+        return Context(key, 1, {}, types.SimpleNamespace(limits=limits, mode=mode), 5, code="c")
+
+    base = ctx(Limits(cell_s=2))
+    assert base.cache_key == ctx(Limits(cell_s=2)).cache_key
+    assert base.cache_key != ctx(Limits(cell_s=30)).cache_key
+    assert base.cache_key != ctx(Limits(cell_s=2), mode="uid").cache_key
+
+
+def test_one_students_blank_drafts_do_not_stop_the_class(tmp_path):
+    """以前按文件数：一个学生多交 4 份空白草稿，3 人的班就停下（“一道题也没有作答”）"""
+    blank = json.loads((ROOT / "exercises" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    done = json.loads(json.dumps(blank))
+    for cell in done["cells"]:
+        if "ch05-p1a" in cell.get("metadata", {}).get("tags", []):
+            cell["source"] = "p1a = 1.0"
+    for sid in ("s1", "s2", "s3"):
+        (tmp_path / sid).mkdir()
+        (tmp_path / sid / "mine.ipynb").write_text(json.dumps(done), encoding="utf-8")
+    for k in range(4):
+        draft = json.loads(json.dumps(blank))
+        draft["cells"].append({"cell_type": "markdown", "metadata": {}, "source": f"草稿 {k}"})
+        (tmp_path / "s1" / f"draft{k}.ipynb").write_text(json.dumps(draft), encoding="utf-8")
+    found = folder.scan([str(tmp_path)])
+    cli._peek_all(found)
+    cli._refuse_mostly_blank(found, cli.Course(ROOT), 5)  # 不抛出
+    for sid in ("s2", "s3"):
+        (tmp_path / sid / "mine.ipynb").write_text(json.dumps(blank), encoding="utf-8")
+    found = folder.scan([str(tmp_path)])
+    cli._peek_all(found)
+    with pytest.raises(cli.UsageError, match="3 名学生里有 2 名"):
+        cli._refuse_mostly_blank(found, cli.Course(ROOT), 5)

@@ -311,8 +311,7 @@ def _limit_per_student(found: Scan) -> None:
     先留带着他自己个人版签名的文件，再按路径"""
     groups: dict[object, list[Found]] = {}
     for f in found.found:
-        who = f.roster_id or (f.group if isinstance(f.group, bytes) else f.sid)
-        groups.setdefault(who, []).append(f)
+        groups.setdefault(_student_key(f), []).append(f)
     keep: set[int] = set()
     for files in groups.values():
         own = [f for f in files if f.peek is not None and f.peek.tag and f.roster_id and f.peek.student == f.roster_id]
@@ -342,14 +341,26 @@ def _refuse_mostly_blank(found: Scan, course: Course, chapter: int) -> None:
         blank = inject.answer_digests(inject.read_notebook(course.exercise(chapter).read_bytes()))
     except (OSError, inject.SubmissionError):
         return
-    mine = [f for f in found.found if f.peek is not None and f.peek.chapter == chapter]
-    empty = [f for f in mine if f.peek.answer_cells and all(blank.get(t) == h for t, h in f.peek.answer_cells.items())]
-    if len(mine) >= 2 and len(empty) > KEY_SHARE * len(mine):
+    students: dict[object, list[bool]] = {}  # 按学生数，不按文件数：一个学生交几份空白草稿拦不住全班
+    example = None
+    for f in found.found:
+        if f.peek is None or f.peek.chapter != chapter:
+            continue
+        empty = bool(f.peek.answer_cells) and all(blank.get(t) == h for t, h in f.peek.answer_cells.items())
+        example = example or (f.rel if empty else None)
+        students.setdefault(_student_key(f), []).append(empty)
+    nothing = sum(all(v) for v in students.values())
+    if len(students) >= 2 and nothing > KEY_SHARE * len(students):
         raise UsageError(
-            f"{len(mine)} 份第 {chapter} 章的提交里有 {len(empty)} 份一道题也没有作答（答案单元与发下去的练习一模一样，"
-            f"例如 {terminal(empty[0].rel, 80)}）：提交目录是不是指到了发给学生的个人版（shardlab-assign 的输出）？"
+            f"{len(students)} 名学生里有 {nothing} 名交的笔记本一道题也没有作答（答案单元与发下去的练习一模一样，"
+            f"例如 {terminal(example or '', 80)}）：提交目录是不是指到了发给学生的个人版（shardlab-assign 的输出）？"
             "确实要评时加 --allow-blank。什么也没有写。"
         )
+
+
+def _student_key(f: Found) -> object:
+    """同一个学生的文件：花名册 id；没有花名册时同一个文件夹（或顶层的同一个文件）"""
+    return f.roster_id or (f.group if isinstance(f.group, bytes) else f.sid)
 
 
 def _refuse_nothing_to_grade(found: Scan) -> None:
@@ -766,7 +777,13 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
             file=sys.stderr,
         )
     if interrupted:
-        print("评分被中断：已评的结果都已保存，再运行一次会接着评剩下的", file=sys.stderr)
+        pending = {f.sid for f in todo if f.sid not in newly}
+        moved = _set_aside_stale_feedback(out, pending)  # 上一次的反馈不能当成这次的发出去
+        print(
+            f"评分被中断：已评的结果都已保存，再运行一次会接着评剩下的（还没评的 {len(pending)} 份里，"
+            f"{moved} 份上一次的反馈移到了 {STALE}/）",
+            file=sys.stderr,
+        )
         return 130
     return 0
 

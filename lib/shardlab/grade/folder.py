@@ -143,6 +143,14 @@ def scan(specs: list[str]) -> Scan:
 
 
 EXPORT_METADATA = b"submission_metadata.yml"
+MAX_EXPORT_DEPTH = 6  # Gradescope 导出的 submission_<号>/ 里学生上传的子文件夹（Gradescope 自己在整个提交里找笔记本）
+_EXPORT_FOLDER = re.compile(rb"^submission_\d+$", re.IGNORECASE)
+
+
+def _in_export(root: bytes, rel: bytes) -> bool:
+    """rel 在 Gradescope 导出的某个 submission_<号>/ 文件夹里（提交目录里有 submission_metadata.yml）"""
+    first = rel.split(b"/")[0]
+    return bool(_EXPORT_FOLDER.match(first)) and os.path.isfile(os.path.join(root, EXPORT_METADATA))
 
 
 def export_inside(top: bytes) -> bytes | None:
@@ -191,7 +199,7 @@ def _walk(root: bytes, rel: bytes, depth: int, add, result: Scan) -> None:
         except OSError:
             is_dir = False
         if is_dir and not _is_notebook(name):
-            if depth < MAX_DEPTH:
+            if depth < MAX_DEPTH or (depth < MAX_EXPORT_DEPTH and _in_export(root, sub)):
                 _walk(root, sub, depth + 1, add, result)
             else:
                 result.ignored.append({"file": show(sub), "reason": "目录太深（只看提交目录下两层）"})

@@ -55,9 +55,12 @@ class Context:
 
     @property
     def cache_key(self) -> str:
-        """结果何时仍然有效：答案表、评分代码、隐藏输入的种子和权重都没变"""
+        """结果何时仍然有效：答案表、评分代码、隐藏输入的种子、权重、资源上限与隔离方式都没变
+        （以前改了 --cell-timeout / --wall / --memory-mb 再运行，超时或内存不够的结果照样从缓存里拿）"""
         w = hashlib.sha256(json.dumps(self.weights, sort_keys=True).encode()).hexdigest()[:8]
-        return f"{self.key.fingerprint}:{self.code}:{self.seed}:{w}"
+        limits = {**self.sandbox.limits.as_dict(), "mode": self.sandbox.mode}
+        lim = hashlib.sha256(json.dumps(limits, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        return f"{self.key.fingerprint}:{self.code}:{self.seed}:{w}:{lim}"
 
 
 def new_result(found: Found, ctx: Context) -> dict:
