@@ -589,7 +589,7 @@ def gpu_ring_latency(collective: str, n: int, gpus_per_node: int, chip: hardware
     三种协议里延迟最小的），不是测量值；跨节点时每步 NVLink 开销至少 NCCL_NET_OVERHEAD。
     estimate 把它加在按 NVLink 额定带宽算的带宽项上：T = 延迟项 + 带宽项。这个和比 NCCL 模型里
     任何一种协议的环形时间都小（LL 的延迟最小，额定带宽最大），所以是环形算法（SHARP / NVLS 关闭）的下包络
-    （lower envelope）。交换机内规约（NVLS）不受它约束：书中开着 SHARP 测到约 480 GB/s 的 busbw，高于额定的 450。
+    （lower envelope）。交换机内规约（NVLS）不受它约束：书中开着 SHARP 测到约 480 GB/s 的“有效集合通信带宽”，高于额定的 450。
     step_latency 可替换每步 NVLink 的开销。
     """
     n = _size(n)
@@ -607,7 +607,8 @@ def nccl_bus_bw(chip: hardware.GpuChip, protocol: str) -> float:
 
     busbw 是 nccl-tests 的记法：把一次集合通信的时间换算成“每个 GPU 每方向实际用到的链路带宽”，
     AllReduce 为 busbw = 2(N-1)/N · V / T，AllGather / ReduceScatter 为 (N-1)/N · V / T，与 N 无关地可比。
-    H100：Simple 370.8 GB/s（18 × 20.6 GB/s），LL128 341 GB/s，LL 141 GB/s（上限 llMaxBws）。
+    H100：Simple 至多 370.8 GB/s（18 × 20.6 GB/s，链路的上限；NCCL 的拓扑搜索取通道数 × 每通道带宽，不超过它），
+    LL128 341 GB/s，LL 141 GB/s（上限 llMaxBws）。
     """
     if protocol not in hardware.NCCL_RING_PROTOCOLS:
         raise ValueError(f"未知的 NCCL 协议（protocol）{protocol!r}：可选 {', '.join(hardware.NCCL_RING_PROTOCOLS)}")

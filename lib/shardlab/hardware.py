@@ -159,7 +159,8 @@ class GpuChip(_Chip):
     def nccl_bus_bw(self) -> float | None:
         """NCCL 自己的模型里节点内环的总线带宽上限（bytes/s）= 链路数 × NCCL 记的每链路带宽
 
-        H100：18 × 20.6 GB/s = 370.8 GB/s，正是书中 8×H100 AllReduce 实测的约 370 GB/s；NVLink 的额定值是 450 GB/s。
+        H100：18 × 20.6 GB/s = 370.8 GB/s，与书中 8×H100 AllReduce 实测的约 370 GB/s 相符；NVLink 的额定值是 450 GB/s。
+        这是链路的上限：NCCL 的拓扑搜索实际取通道数 × 每通道带宽（每通道带宽从离散的档位里选），乘积不超过它。
         """
         return None if self.nccl_nvlink_bw_per_link is None else self.nvlink_links * self.nccl_nvlink_bw_per_link
 
