@@ -204,3 +204,59 @@ def test_summary_does_not_claim_hlo_always_agrees():
     chapter = text(CHAPTER)
     assert "XLA 编译出的 HLO 与规划器的预计一致" not in chapter
     assert "只有四种情形" not in chapter and "理想情况下只有最后一块的 AllReduce 露在外面" not in chapter
+
+
+def test_case2_table_uses_the_line(glued):
+    """6.2 节 Case 2 第一行：v5e 长度 4 的 Y 是线，收集 A（67.1 MB）= 3 跳 × (V/4)/W_单向 ≈ 1.12 ms；环只要 V/W_双向 ≈ 746 µs"""
+    v_a = 2 * 4096 * 8192
+    assert number(glued["ch06-c2-row1-ag-line"]) == pytest.approx(3 * v_a / 4 / V5E_W1, rel=0.01)
+    assert number(glued["ch06-c2-row1-ag-ring"]) == pytest.approx(v_a / (2 * V5E_W1), rel=0.01)
+
+
+def test_multi_axis_ingress_bound(glued):
+    """入口下界 (N-1)/N·V/ΣW_i（线上每条轴只有 W_单向）：2×4 两条线 = 7/8·V/(2W_单向)，只沿 Y（线，3 跳 × V/4）是 3V/(4W_单向)
+    → 12/7 ≈ 1.71；2×2 = 3/4·V/(2W_单向) 对 V/(2W_单向) → 4/3，课程的调度已经达到它"""
+    assert float(glued["ch06-multi-v5e24-bound"]) == pytest.approx(12 / 7, abs=0.005)
+    assert float(glued["ch06-multi-v5e22-bound"]) == pytest.approx(4 / 3, abs=0.005)
+    assert float(glued["ch06-multi-v5e22-bound"]) == float(glued["ch06-multi-v5e22"])
+
+
+def test_mlp_block_threshold(glued):
+    """整个 MLP 块：F > (N-1)·C/W_GPU；F = 32768 → N ≤ 15。D 8192、F 28672、TP 8、4096 个词元：
+    计算 4TDF/(8C) ≈ 486 µs，比 AllReduce 的带宽项 2·7/8·2TD/W ≈ 261 µs 长"""
+    ci = H100_C / H100_W
+    assert number(glued["ch06-mlp-nmax"]) == max(n for n in range(1, 65) if 32768 > (n - 1) * ci) == 15
+    t, d, f = 4096, 8192, 28672
+    assert number(glued["ch06-mlp-math"]) == pytest.approx(4 * t * d * f / (8 * H100_C), rel=0.01)
+    bw = 2 * 7 / 8 * 2 * t * d / H100_W
+    assert bw < number(glued["ch06-mlp-ar"]) < bw + 20e-6 < number(glued["ch06-mlp-math"])
+
+
+def test_exercise_8a_book_and_course_outputs(glued):
+    """原书 Q6(a) 的 C[I_X, K]：AllReduce_Y（线）= 2·3·(V/4)/W_单向，V = 2·(I/4)·K；本章的 C[I_X, K_Y]：一半"""
+    v = 2 * (4096 // 4) * 4096
+    ar = 2 * 3 * (v / 4) / V5E_W1
+    assert number(glued["ch06-q2-t"]) == pytest.approx(ar, rel=0.02)
+    assert number(glued["ch06-p8a-rs"]) == pytest.approx(ar / 2, rel=0.02)
+
+
+@pytest.fixture(scope="module")
+def glued_solutions(glued_text) -> dict[str, str]:
+    return glued_text("solutions/ch06_solutions")
+
+
+def test_p5_limit_gap_factors(glued_solutions):
+    """2x2 的线：答案 3/4·V/(2W_单向)，极限 V/(2W_双向)；之比 = (W_双向/W_单向)·(3/4) = 1.5，极限短 33%"""
+    g = glued_solutions
+    assert float(g["ch06-sol-p5-bw-factor"]) == 2 and g["ch06-sol-p5-n-factor"] == "3/4"
+    assert float(g["ch06-sol-p5-net"]) == 1.5 and g["ch06-sol-p5-limit-short"] == "33%"
+
+
+def test_p7_speedup_is_printed(glued_solutions):
+    """方阵 4096 切到 64 个芯片：T_math/64 + AllGather_XYZ(2IK) 对不切的 2IJK/C ≈ 2.9 倍。
+    4×4×4 的环、课程调度：带宽项 h·V(N-1)/(N·k·(L-1)·W_单向)，h = 2、k = 3、L = 4、N = 64（每步都大于 1 µs 的延迟）"""
+    c, w1 = 2.75e14, 4.5e10  # v4p（原书的 TPU v4）：bf16 FLOP/s，每条链路单方向
+    n = 4096
+    full = 2 * n**3 / c
+    ag = 2 * (2 * n * n) * 63 / (64 * 3 * 3 * w1)
+    assert float(glued_solutions["ch06-sol-p7-speedup"]) == pytest.approx(full / (full / 64 + ag), abs=0.05)

@@ -1,0 +1,87 @@
+"""第 6 章与解答的几条文字（快速，不构建）：说法要与算出的数和原书对得上
+
+数字本身在 test_ch06_claims.py（读整本书构建里 glue 的值）里核对；这里只查措辞。
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTER = (ROOT / "book" / "ch06_sharded_matmul.md").read_text(encoding="utf-8")
+SOLUTIONS = (ROOT / "solutions" / "ch06_solutions.md").read_text(encoding="utf-8")
+
+
+def exercise(n: int) -> str:
+    """6.9 节习题列表里第 n 题的文字"""
+    problems = CHAPTER.split("## 6.9 习题", 1)[1].split("## 小结", 1)[0]
+    return re.split(r"\n(?=\d+\. \*\*)", problems)[n]
+
+
+def test_exercise_2_names_the_formula_that_6_4_gives():
+    """习题 2 的 AllGather_XY 用大 N 极限 V/(k·W_双向)，6.4 节要写出这个式子（不能只给 1.6 倍的加速比）"""
+    formula = r"V/(k\,W_\text{双向})"
+    assert formula in exercise(2)
+    section = CHAPTER.split("## 6.4", 1)[1].split("## 6.5", 1)[0]
+    assert formula in section and "习题 2" in section
+
+
+def test_multi_axis_speedups_are_the_schedule_not_the_limit():
+    """1.09/1.33/1.6 倍是课程这一种调度的时间；入口下界允许更快，不能说成“精确”或“远达不到”"""
+    section = CHAPTER.split("## 6.4", 1)[1].split("## 6.5", 1)[0]
+    assert "远达不到" not in section and "不是上限" in section and "ch06-multi-v5e24-bound" in section
+    assert "精确调度" not in SOLUTIONS and "结论以精确调度的为准" not in SOLUTIONS
+    assert "allgather_ingress_bound" in SOLUTIONS
+
+
+def test_p5_explains_the_gap_by_both_factors():
+    """2x2 的线：极限公式短了 1/3，是入口带宽（W_双向 对 W_单向）与 (N-1)/N 两项相反的因子合起来的结果"""
+    assert "极限公式忽略了 $(N-1)/N$，在只有 4 个芯片的 2x2 上偏小" not in SOLUTIONS
+    for key in ("ch06-sol-p5-bw-factor", "ch06-sol-p5-n-factor", "ch06-sol-p5-net"):
+        assert f"{{glue:text}}`{key}`" in SOLUTIONS
+
+
+def test_case2_tables_say_where_the_numbers_come_from():
+    """6.2 节 Case 2 的大尺寸表：v5e 长度 4 的轴是线（表按线算），XLA 一列在本机后端上编译"""
+    case2 = CHAPTER.split("### Case 2", 1)[1].split("### Case 3", 1)[0]
+    assert "都是线" in case2 and "ch06-c2-row1-ag-line" in case2
+    assert "不是 TPU 的编译器" in case2
+    assert "它在 $D > 2B$ 时胜出" not in case2  # 习题 4 的答案留给习题
+
+
+def test_reduce_scatter_on_tpu_is_an_expectation():
+    assert "TPU 上同样会看到 reduce-scatter" not in CHAPTER and "无法验证" in CHAPTER
+
+
+def test_roofline_threshold_is_for_one_matmul():
+    """6.5 节的门槛是收缩维为 D 的一次乘法；整个 MLP 块的条件是 F > (N-1)·C/W_GPU"""
+    assert "这一步的通信也比计算长" not in CHAPTER
+    assert "它解释了一个经验：张量并行的规模通常不超过一台节点的 8 个设备" not in CHAPTER
+    assert "eq-ch06-mlp-threshold" in CHAPTER and "ch06-mlp-nmax" in CHAPTER
+
+
+def test_exercise_8_states_the_output_and_the_change():
+    """原书 Q6(a) 要 C[I_X, K]（AllReduce_Y）；本章要 C[I_X, K_Y]，要写明并注明不同"""
+    text = exercise(8)
+    assert "C[I_X, K_Y]" in text and "与原书不同" in text and "C[I_X, K]" in text
+    statement = SOLUTIONS.split("## 问题 8", 1)[1].split("BEGIN SOLUTION", 1)[0]
+    assert "与原书不同" in statement and statement.count(r"\to C[I_X, K_Y]") == 3
+
+
+def test_book_numbering_and_ranges_are_consistent():
+    problems = CHAPTER.split("## 6.9 习题", 1)[1]
+    assert "原书对 Q5、Q7" in problems and "Q6、Q8" in problems and "原书对第 5、7 题" not in problems
+    assert "1 kB 到 100 MB" not in problems and "16 KiB 到 1 MiB" in problems
+    sweep = re.search(
+        r"sizes10 = \[16 \* 2\*\*10, 256 \* 2\*\*10, 1 \* 2\*\*20\] .* \[2\*\*20, 16 \* 2\*\*20, 256 \* 2\*\*20\]",
+        SOLUTIONS,
+    )
+    assert sweep, "习题 10 写的范围要与解答实际扫的尺寸一致"
+
+
+def test_reader_facing_wording():
+    assert "好几倍" not in SOLUTIONS and "ch06-sol-p7-speedup" in SOLUTIONS
+    assert "book/data/ 里还没有" not in CHAPTER
+    assert "单个设备放不下一层的权重" not in CHAPTER
+    assert "ch06-q8-nccl-release" in CHAPTER
