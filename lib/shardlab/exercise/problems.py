@@ -84,7 +84,7 @@ _DIMS8 = (1024, 1536, 2048, 2560, 3072, 4096, 5120, 6144, 8192, 10240, 12288, 16
 
 # ch06 P8 的三种分片：键是答案里的字母在发布版里对应的方案；个人版把三种方案按另一种顺序排给 (a)(b)(c)
 P8_SCHEMES = {
-    "rs": ("A[I_X, J_Y]", "B[J_Y, K]", "输出允许分片"),
+    "rs": ("A[I_X, J_Y]", "B[J_Y, K]", "与原书不同：原书要求输出 $C[I_X, K]$，沿 Y 复制"),
     "ag": ("A[I_X, J]", "B[J_X, K_Y]", "训练中数据并行 + 张量并行 + ZeRO 的典型设置"),
     "none": ("A[I_X, J]", "B[J, K_Y]", "推理中张量并行 + 数据并行的典型设置"),
 }
@@ -126,7 +126,9 @@ def _p8_lines(cases: Mapping[str, Any]) -> str:
     for k, letter in enumerate(P8_LETTERS):
         a, b, note = P8_SCHEMES[p8_scheme(cases, letter)]
         end = "。" if k == len(P8_LETTERS) - 1 else "；"
-        lines.append(f"- ({letter}) ${a} \\cdot_J {b}$（{note}）：存进 `p8{letter}_bytes`、`p8{letter}_time`{end}")
+        lines.append(
+            f"- ({letter}) ${a} \\cdot_J {b} \\to C[I_X, K_Y]$（{note}）：存进 `p8{letter}_bytes`、`p8{letter}_time`{end}"
+        )
     return "\n".join(lines)
 
 
