@@ -8,8 +8,8 @@
 行内公式（``$…$``）、行内代码与 MyST 角色（``{glue:text}`…```）、指令的选项行、HTML 注释；
 剩下的文字按句切开（。！？；与换行）。规则 1、2 每句只保留汉字，于是拉丁字母写的专有名词（AllGather、NCCL、TPU v5e）、
 数字、标点和空格都被略过，两边的片段只要汉字序列相同就算共有。
-规则 3 比较整句文字（去掉空白与 Markdown 记号，拉丁字母、数字与标点都算），只看至少 8 个汉字的非标题句；
-外部链接的文字（引用的论文与文档的标题）不算。换几个词、加一个“所以”的句子由它抓到。
+规则 3 只看笔记本（带 jupytext 头的 .md）的正文，比较整句文字（去掉空白与 Markdown 记号，拉丁字母、数字与标点都算），
+只看至少 8 个汉字的非标题句；外部链接的文字（引用的论文与文档的标题）不算。换几个词、加一个“所以”的句子由它抓到。
 
 用法（在仓库根目录）::
 
@@ -200,6 +200,14 @@ def normalized_sentences(line: str) -> Iterator[str]:
             yield text
 
 
+def is_notebook_source(text: str) -> bool:
+    """带 jupytext 头（YAML 头里有 jupytext: 与 kernelspec:）的 .md 是笔记本；与 tools/nbsync.py 的判断相同"""
+    if not text.startswith("---\n"):
+        return False
+    header = text.split("\n---", 1)[0]
+    return "jupytext:" in header and "kernelspec:" in header
+
+
 def _han_count(text: str) -> int:
     return len(_HAN.findall(text))
 
@@ -267,7 +275,10 @@ def _cached_index(files: tuple[tuple[str, int, int], ...]) -> _SeedIndex:
 
 
 def find_similar(paths: Iterable[Path], seed_dir: Path = DEFAULT_SEEDS, threshold: float = MAX_RATIO) -> list[Similar]:
-    """规则 3：与素材某一句的 difflib 相似度 ≥ threshold 的正文句子（至少 MIN_RATIO_HAN 个汉字，标题行不算）"""
+    """规则 3：笔记本里与素材某一句的 difflib 相似度 ≥ threshold 的正文句子（至少 MIN_RATIO_HAN 个汉字，标题行不算）
+
+    只看带 jupytext 头的 .md（学生读的章节、解答与练习）；README 之类的说明文件不查（它们的表格标签不是正文）。
+    """
     if not 0 < threshold <= 1:
         raise ValueError(f"相似度门槛必须在 (0, 1] 之间，收到 {threshold}")
     seed_dir = Path(seed_dir)
@@ -276,8 +287,10 @@ def find_similar(paths: Iterable[Path], seed_dir: Path = DEFAULT_SEEDS, threshol
     index = _seed_index(seed_dir.resolve())
     found = []
     for path in _expand(paths):
-        rel = _display(path)
-        for no, line in prose_lines(path.read_text(encoding="utf-8")):
+        rel, text = _display(path), path.read_text(encoding="utf-8")
+        if not is_notebook_source(text):
+            continue
+        for no, line in prose_lines(text):
             if line.lstrip().startswith("#"):
                 continue  # 节名与素材相同是常事
             for sentence in normalized_sentences(line):
