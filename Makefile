@@ -19,7 +19,8 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 help:
 	@echo "make book         建环境（首次）并从头构建网站，执行全部笔记本"
-	@echo "make test         建环境（首次）并运行全部测试：单元测试、所有笔记本、一致性检查、一次完整构建"
+	@echo "make test         建环境（首次）并运行全部测试：单元测试、nbval 跑每个笔记本、一致性检查、一次完整构建（复用 nbval 的执行结果）"
+	@echo "make test-fast    只跑快的测试（跳过标记为 slow 的：不执行笔记本、不构建网站）"
 	@echo "make test-site    构建网站，在 Chromium 里打开每一页检查（数学式、图片、链接、控制台、外部请求），截图到 _build/screenshots/"
 	@echo "make sync         重新生成与 .md 配对的 .ipynb（不含输出）"
 	@echo "make exercises    由 solutions/ 重新生成 exercises/ 的练习笔记本"
@@ -28,7 +29,7 @@ help:
 	@echo "make assign       个人版练习：make assign ROSTER=<花名册.csv> SECRET=<密钥文件> OUT=<目录>（见 README）"
 	@echo "make bench        计时集合通信（CPU 档位默认 1 KiB–16 MiB；COURSE_PROFILE=tpu|gpu 在真实硬件上测）"
 	@echo "make coverage     单元测试 + shardlab 行覆盖率"
-	@echo "make test-compat  用 jax 0.7.2（Colab 的版本）跑运行时测试和一个演示"
+	@echo "make test-compat  在另一个环境 .venv-compat 里用 jax 0.7.2（Colab 的版本）跑运行时测试，并用 nbval 跑全部笔记本"
 	@echo "make lint         ruff 检查 + 导入契约（lint-imports，规则在 pyproject.toml）"
 
 venv: $(STAMP)
@@ -109,9 +110,14 @@ $(COMPAT)/.installed: requirements-compat.txt requirements.txt pyproject.toml
 	$(COMPAT)/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	@touch $@
 
+# 兼容环境里的 jax 必须正是 requirements-compat.txt 锁定的版本（Colab 的 0.7.2）：先检查，测试里再检查一次（tests/test_runtime.py）
+COMPAT_JAX := $(shell sed -n 's/^jax==//p' requirements-compat.txt)
+
 test-compat: $(COMPAT)/.installed
-	JUPYTER_PATH=$(CURDIR)/$(COMPAT)/share/jupyter $(COMPAT)/bin/python -m pytest -p no:cacheprovider \
-		-o addopts="--nbval-lax --nbval-current-env" tests/test_runtime.py book/environment.ipynb
+	$(COMPAT)/bin/python -c "import jax, jaxlib; v = (jax.__version__, jaxlib.__version__); print('兼容环境：jax %s，jaxlib %s' % v); \
+		assert v == ('$(COMPAT_JAX)',) * 2, '.venv-compat 里的 jax 不是 $(COMPAT_JAX)：删掉 .venv-compat 重来'"
+	JUPYTER_PATH=$(CURDIR)/$(COMPAT)/share/jupyter SHARDLAB_EXPECT_JAX=$(COMPAT_JAX) $(COMPAT)/bin/python -m pytest \
+		-n $(JOBS) --dist loadfile --no-loadscope-reorder tests/test_runtime.py book solutions exercises
 
 clean:
 	rm -rf _build build .pytest_cache .coverage

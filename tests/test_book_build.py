@@ -1,5 +1,6 @@
-"""从零构建整本书（tests/conftest.py 的 built_site）：每个笔记本都被执行，任何单元错误、断链或 Sphinx 警告都让构建失败"""
+"""从零构建整本书（tests/conftest.py 的 built_site）：每个笔记本都被执行（nbval 已经跑过的取它的输出），任何单元错误、断链或 Sphinx 警告都让构建失败"""
 
+import json
 import sys
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools import course_config, site_check  # noqa: E402
+from tools import course_config, nbsync, site_check  # noqa: E402
 
 
 @pytest.mark.slow
@@ -39,3 +40,33 @@ def test_no_figure_in_the_book_misses_a_glyph(built_site):
     """matplotlib 缺字形时只发警告：警告会作为 stderr 输出留在页面里，这里把它当成错误"""
     pages = [p for p in built_site.rglob("*.html") if "missing from font" in p.read_text(encoding="utf-8")]
     assert pages == []
+
+
+@pytest.mark.slow
+def test_build_reuses_what_nbval_executed(built_site):
+    """nbval 在这次运行里跑过的配对 .ipynb，构建直接用缓存里的输出（tests/notebook_cache.py），不再执行第二遍"""
+    import notebook_cache  # tests/notebook_cache.py
+
+    shared = built_site.parents[2]  # <shared>/book-build/_build/html
+    done = shared / "nbval-done"
+    sources = [
+        md for md in nbsync.notebook_sources() if (done / notebook_cache.marker_name(md.with_suffix(".ipynb"))).exists()
+    ]
+    if not sources:
+        pytest.skip("这次运行没有用 nbval 跑笔记本（只选了部分测试），构建自己执行了它们")
+    log = (shared / "book-build.log").read_text(encoding="utf-8", errors="replace")
+    missed = [str(md.relative_to(ROOT)) for md in sources if f"{md}: Using cached notebook" not in log]
+    assert not missed, f"这些笔记本 nbval 已经跑过，构建却又执行了一遍：{missed}"
+    if len(sources) == len(nbsync.notebook_sources()):
+        assert "Executing notebook" not in log
+
+
+@pytest.mark.slow
+def test_executed_notebooks_carry_their_outputs(built_site):
+    """_build/jupyter_execute 里的笔记本（网站下载的 .ipynb 由它而来）带着输出，不论构建是现场执行还是取了缓存"""
+    executed = built_site.parent / "jupyter_execute"
+    for md in nbsync.notebook_sources():
+        nb = json.loads((executed / md.relative_to(ROOT).with_suffix(".ipynb")).read_text(encoding="utf-8"))
+        outputs = sum(len(c.get("outputs", [])) for c in nb["cells"] if c["cell_type"] == "code")
+        assert outputs > 0, f"{md.relative_to(ROOT)} 执行过的笔记本没有任何输出"
+        assert nb["metadata"].get("language_info", {}).get("name") == "python"

@@ -116,6 +116,28 @@ def test_every_requirement_is_pinned():
     assert any(r.startswith("jupyter-book==1.") for r in reqs)
 
 
+def _pins(path: Path) -> dict[str, str]:
+    """名字（小写，- 与 _ 不分）→ 版本；每一行都必须是 名字==版本"""
+    lines = [ln.split("#")[0].strip() for ln in path.read_text(encoding="utf-8").splitlines()]
+    reqs = [ln for ln in lines if ln]
+    loose = [r for r in reqs if not re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[\w.\-+]+", r)]
+    assert not loose, f"{path.name} 里没有锁定版本的行：{loose}"
+    return {r.split("==")[0].lower().replace("_", "-"): r.split("==")[1] for r in reqs}
+
+
+def test_compat_requirements_pin_colab_jax_and_otherwise_match_the_main_pins():
+    """make test-compat 的环境：jax/jaxlib 是 Colab 的 0.7.2，其余与 requirements.txt 相同，装得下课程库声明的全部依赖"""
+    main, compat = _pins(ROOT / "requirements.txt"), _pins(ROOT / "requirements-compat.txt")
+    assert compat["jax"] == compat["jaxlib"] == "0.7.2"
+    differ = {n: (v, main.get(n)) for n, v in compat.items() if n not in ("jax", "jaxlib") and main.get(n) != v}
+    assert not differ, f"requirements-compat.txt 与 requirements.txt 的版本不同（兼容环境 → 主环境）：{differ}"
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    declared = re.search(r"^dependencies = \[(.*?)\]", pyproject, re.M | re.S).group(1)
+    names = {re.split(r"[<>=!~ ]", d.strip().strip('"'))[0].lower().replace("_", "-") for d in declared.split(",")}
+    assert names - {""} <= set(compat), f"课程库的依赖没有全部装进兼容环境：{sorted(names - set(compat) - {''})}"
+    assert not {"jupytext", "myst-nb", "jupyter-book"} & set(compat)  # 像 Colab 一样没有构建工具
+
+
 def test_environment_yml_installs_the_same_pins():
     env = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)

@@ -14,6 +14,17 @@ from jax import P
 from shardlab import runtime
 
 
+@pytest.mark.skipif(
+    "SHARDLAB_EXPECT_JAX" not in os.environ, reason="只在 make test-compat 里检查（它设 SHARDLAB_EXPECT_JAX）"
+)
+def test_compat_environment_runs_the_pinned_jax():
+    """make test-compat 真的在 Colab 的 jax 版本上运行（笔记本的内核是同一个解释器：nbval --nbval-current-env）"""
+    import jaxlib
+
+    expected = os.environ["SHARDLAB_EXPECT_JAX"]
+    assert (jax.__version__, jaxlib.__version__) == (expected, expected)
+
+
 def test_cpu_profile_gives_eight_emulated_devices():
     rt = runtime.setup("cpu")
     assert rt.profile == "cpu"
