@@ -754,7 +754,7 @@ def test_planted_junk_files_do_not_stop_the_class_but_a_wrong_roster_does(tmp_pa
     shutil.copytree(own / "s001", own / "s001-copy")
     found = folder.scan([str(own)])
     cli._peek_all(found)
-    with pytest.raises(cli.UsageError, match="花名册不对？.*2 份是用这个密钥"):
+    with pytest.raises(cli.UsageError, match="花名册不对？.*1 份是用这个密钥"):  # 内容相同的两份只算一份证据
         cli._identify(found, cli.Personal(roster.read(other), secret.read_bytes()))
 
 
@@ -821,3 +821,53 @@ def test_one_students_blank_drafts_do_not_stop_the_class(tmp_path):
     cli._peek_all(found)
     with pytest.raises(cli.UsageError, match="3 名学生里有 2 名"):
         cli._refuse_mostly_blank(found, cli.Course(ROOT), 5)
+
+
+def test_one_student_cannot_stop_or_displace_with_copies_of_notebooks(tmp_path):
+    """以前：学生把自己签名的笔记本复制几份、起认不出的名字，就让“花名册不对？”停下整班；
+    几份伪造签名的文件排在前面，就把同学自己文件夹里的真文件挤出 5 个的上限（3/17，还被标为抄袭）"""
+    roster_path, secret, own, pub, _ = assign_bench.make_class(tmp_path, 2, "ch05")
+    for k in range(4):
+        shutil.copy(own / "s001" / "ch05_exercises.ipynb", own / f"abc_1{k}_2{k}_ch05.ipynb")
+    who = cli.Personal(roster.read(roster_path), secret.read_bytes())
+    found = folder.scan([str(own)])
+    cli._peek_all(found)
+    cli._identify(found, who)  # 不抛出：写着花名册里的 id 的文件不是“花名册不对”的证据
+    assert sorted(f.roster_id for f in found.found) == ["s000", "s001"]
+    for k in range(5):
+        nb = json.loads((pub / "s001_ch05.ipynb").read_text(encoding="utf-8"))
+        nb["metadata"]["shardlab"] = {"student": "s001", "tag": f"forged{k}", "assignment": "ch05"}
+        (own / f"0_s001_{k}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    found = folder.scan([str(own)])
+    cli._peek_all(found)
+    cli._identify(found, who)
+    cli._limit_per_student(found, secret.read_bytes())
+    assert "s001/ch05_exercises.ipynb" in [f.rel for f in found.found if f.roster_id == "s001"]
+
+
+def test_without_a_roster_identical_blank_or_tagged_copies_count_once(tmp_path):
+    blank = (ROOT / "exercises" / "ch05_exercises.ipynb").read_text(encoding="utf-8")
+    done = json.loads(blank)
+    for cell in done["cells"]:
+        if "ch05-p1a" in cell.get("metadata", {}).get("tags", []):
+            cell["source"] = "p1a = 1.0"
+    for sid in ("s1", "s2", "s3"):
+        (tmp_path / f"{sid}.ipynb").write_text(json.dumps(done), encoding="utf-8")
+    tagged = json.loads(blank)
+    tagged["metadata"]["shardlab"] = {"student": "x", "tag": "y"}
+    for k in range(4):
+        (tmp_path / f"zz{k}.ipynb").write_text(blank, encoding="utf-8")
+        (tmp_path / f"yy{k}.ipynb").write_text(json.dumps(tagged), encoding="utf-8")
+    found = folder.scan([str(tmp_path)])
+    cli._peek_all(found)
+    cli._refuse_mostly_blank(found, cli.Course(ROOT), 5)  # 以前：“7 名学生里有 4 名……”停下
+    cli._refuse_personal_without_key(found)  # 以前：“有 4 份是个人版……”停下，也没有办法照样评
+    assert "--book-params" in cli.build_parser().format_help()
+
+
+def test_a_timeout_under_jobs_that_was_never_retried_alone_is_not_cached():
+    f = folder.Found(Path("s1.ipynb"), "s1.ipynb", b"s1.ipynb", b"s1", "s1")
+    prev = {"cache_key": "k", "sha256": "h", "roster_id": None, "file": "s1.ipynb", "status": status.TIMEOUT}
+    assert cli._cached(prev, "h", "k", f) is None  # 被中断、没来得及单独重评：下次再评（以前：缓存的 0 分）
+    assert cli._cached({**prev, "graded_alone": True}, "h", "k", f) is not None
+    assert cli._cached({**prev, "status": status.GRADED}, "h", "k", f) is not None

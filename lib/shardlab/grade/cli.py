@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="笔记本里的参数大多对不上密钥时也照样评分（只在确认 --secret-file 没错时用，例如只收到几份改过参数的提交）",
     )
     p.add_argument(
+        "--book-params",
+        action="store_true",
+        help="没有 --roster/--secret-file 时，即使提交大多带着个人版的元数据，也按书上的参数评分",
+    )
+    p.add_argument(
         "--allow-blank",
         action="store_true",
         help="大多数提交一道题也没有作答时也照样评分（默认停下：多半是提交目录指到了发给学生的笔记本）",
@@ -147,11 +152,12 @@ def main(argv: list[str] | None = None) -> int:
         _peek_all(found)
         _drop_answer_notebooks(found)
         if args.personal is None:
-            _refuse_personal_without_key(found)
+            if not args.book_params:
+                _refuse_personal_without_key(found)
         else:
             _identify(found, args.personal)
         _refuse_nothing_to_grade(found)
-        _limit_per_student(found)
+        _limit_per_student(found, args.personal.secret if args.personal else None)
         chapter = _choose_chapter(found.found, args.chapter)
         key = base_key
         if args.personal is not None and chapter is not None:
@@ -290,12 +296,13 @@ def _refuse_personal_without_key(found: Scan) -> None:
     """没有 --roster/--secret-file 时按书上的参数评分；提交大多是个人版（笔记本里有 shardlab-assign 写的学生 id 和签名）时，
     这样评几乎每道题都会判错：停下（一两个学生自己加的元数据拦不住：要超过一半）"""
     readable = [f for f in found.found if f.peek is not None]
-    personal_ = [f for f in readable if f.peek.student and f.peek.tag]
+    personal_ = list({(f.peek.student, f.peek.tag): f for f in readable if f.peek.student and f.peek.tag}.values())
     if personal_ and len(personal_) > KEY_SHARE * len(readable):
         raise UsageError(
             f"{len(readable)} 份提交里有 {len(personal_)} 份是个人版（笔记本里写着学生 id 和参数签名，"
             f"例如 {terminal(personal_[0].rel, 80)}）：请加 --roster（花名册）和 --secret-file（生成个人版时的密钥），"
-            "按每个学生自己的参数评分。不加时按书上的参数判，个人版的答案几乎都会判错。什么也没有写。"
+            "按每个学生自己的参数评分。不加时按书上的参数判，个人版的答案几乎都会判错。"
+            "确实要按书上的参数评（提交的是公开的练习，这些元数据是别人加的）时加 --book-params。什么也没有写。"
         )
 
 
@@ -305,17 +312,29 @@ KEY_SHARE = 0.5
 MAX_FILES_PER_STUDENT = 5
 
 
-def _limit_per_student(found: Scan) -> None:
+def _limit_per_student(found: Scan, secret: bytes | None = None) -> None:
     """同一个学生（花名册 id；没有花名册时同一个文件夹）的文件：内容相同的只评一次，最多评 MAX_FILES_PER_STUDENT 个
     （每个文件最多占一个沙箱 --wall 秒：以前一个学生交 200 个文件能让全班的评分拖上几个小时）。
-    先留带着他自己个人版签名的文件，再按路径"""
+    先留签名核实过是他自己个人版的文件，再留教师分好的文件夹或 LMS 认出的文件，最后按路径（别人放进来的、签名是伪造的文件
+    挤不掉他自己的）"""
     groups: dict[object, list[Found]] = {}
     for f in found.found:
         groups.setdefault(_student_key(f), []).append(f)
     keep: set[int] = set()
     for files in groups.values():
-        own = [f for f in files if f.peek is not None and f.peek.tag and f.roster_id and f.peek.student == f.roster_id]
-        ordered = own + [f for f in files if f not in own]
+
+        def rank(f: Found) -> int:
+            own = (
+                secret is not None
+                and f.roster_id is not None
+                and f.peek is not None
+                and f.peek.student == f.roster_id
+                and _signed_for_its_own_id(f, secret)
+            )
+            strong = f.how == "文件夹名" or f.how.startswith(("Canvas", "Moodle", identify.EXPORT_HOW))
+            return 0 if own else 1 if strong else 2
+
+        ordered = sorted(files, key=rank)  # sorted 是稳定的：同一级里保持路径顺序
         seen: dict[str, Found] = {}  # 内容的 sha256 → 留下的文件
         for f in ordered:
             sha = _sha(f.path) or f"?{f.rel}"  # 读不了的文件各算各的（评分时报告）
@@ -348,7 +367,10 @@ def _refuse_mostly_blank(found: Scan, course: Course, chapter: int) -> None:
             continue
         empty = bool(f.peek.answer_cells) and all(blank.get(t) == h for t, h in f.peek.answer_cells.items())
         example = example or (f.rel if empty else None)
-        students.setdefault(_student_key(f), []).append(empty)
+        # 没有花名册时，散放在顶层、内容相同的空白文件算一个（不然一个人丢几份空白副本就顶得上几个学生）
+        loose = not f.roster_id and len(identify.rel_parts(f.raw_rel)) == 1
+        who = _sha(f.path) if empty and loose else _student_key(f)
+        students.setdefault(who, []).append(empty)
     nothing = sum(all(v) for v in students.values())
     if len(students) >= 2 and nothing > KEY_SHARE * len(students):
         raise UsageError(
@@ -393,7 +415,14 @@ def _identify(found: Scan, who: Personal) -> None:
     unmatched = [f for f in found.found if f not in keep]
     # 花名册给错的证据：对不上的文件是用这个密钥生成的个人版（签名对得上笔记本里写的 id）。没有签名的对不上的文件不算：
     # 谁都能往散放的提交目录里丢几个文件，以前丢得比真提交多就能让整班的评分停下
-    evidence = [f for f in unmatched if _signed_for_its_own_id(f, who.secret)]
+    evidence, seen = [], set()  # 按内容去重：同一份笔记本复制几次只算一份证据
+    for f in unmatched:
+        sha = _sha(f.path)
+        if sha in seen or table.exact(f.peek.student if f.peek and f.peek.student else "") is not None:
+            continue  # 写着花名册里的 id：花名册没错，只是文件名认不出（学生自己的笔记本起了怪名字）
+        if _signed_for_its_own_id(f, who.secret):
+            seen.add(sha)
+            evidence.append(f)
     if len(found.found) >= 2 and len(unmatched) > len(found.found) / 2 and (not keep or len(evidence) > len(keep)):
         examples = "；".join(f"{terminal(i['file'], 60)}：{i['reason']}" for i in found.ignored[-len(unmatched) :][:2])
         raise UsageError(
@@ -654,6 +683,8 @@ def _cached(previous: dict | None, sha: str | None, cache_key: str, found: Found
         return None
     if previous.get("roster_id") != found.roster_id or previous.get("file") != found.rel:
         return None
+    if timed_out(previous) and not previous.get("graded_alone"):
+        return None  # 与别的提交同时评时超时、还没单独重评过（那次运行被中断了）：再评
     return previous
 
 
@@ -727,6 +758,8 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
                     continue
                 except Exception as exc:  # noqa: BLE001  grade_submission 本不该抛出；万一抛出也只影响这一份
                     res = failed_result(f, ctx, st.GRADER_ERROR, f"{type(exc).__name__}: {exc}")
+                if args.jobs <= 1:
+                    res["graded_alone"] = True
                 record(f, res)
                 progress.advance(task)
             if ctx.stop.is_set():
@@ -810,6 +843,7 @@ def _retry_timeouts_alone(todo: list[Found], results: dict[str, dict], ctx, reco
         except Exception as exc:  # noqa: BLE001
             res = failed_result(f, ctx, st.GRADER_ERROR, f"{type(exc).__name__}: {exc}")
         res.setdefault("notes", []).append("第一次与别的提交同时评时超时，等别的评完后单独重评了一次：这是单独评的结果")
+        res["graded_alone"] = True
         record(f, res)
         done.append(f.sid)
     return done
