@@ -85,3 +85,62 @@ def test_reader_facing_wording():
     assert "book/data/ 里还没有" not in CHAPTER
     assert "单个设备放不下一层的权重" not in CHAPTER
     assert "ch06-q8-nccl-release" in CHAPTER
+
+
+def test_ring_threshold_is_not_attributed_to_the_book():
+    """原书没有算过 v5e、N = 4 的门槛；2NC/W 的数是本章自己算的"""
+    assert "那是原书按环算出的数字" not in CHAPTER
+    assert "门槛是 $2NC/W$，约 {glue:text}`ch06-v5e-n4-ring`" in CHAPTER
+
+
+def test_exercise_8_does_not_give_away_the_answer():
+    """习题 8(a) 只说输出的分片，不给出要用的集合通信与时间"""
+    text = exercise(8)
+    assert "ch06-p8a-rs" not in text and r"\text{ReduceScatter}_Y" not in text
+    statement = SOLUTIONS.split("## 问题 8", 1)[1].split("BEGIN SOLUTION", 1)[0]
+    assert "ReduceScatter" not in statement
+
+
+def test_xla_choice_is_a_cpu_backend_observation():
+    """开源 SPMD 切分器有代价钩子，默认返回 0；不能笼统说 XLA 按启发式、不估算时间"""
+    assert "不估算时间" not in CHAPTER and "XLA 按启发式" not in CHAPTER
+    assert CHAPTER.count("代价钩子") >= 2 and "CPU 后端" in CHAPTER
+
+
+def test_tp_row_does_not_claim_all_activations_are_split():
+    assert "只存 $1/N$ 的权重与激活值" not in CHAPTER
+    assert "LayerNorm、dropout 的激活值是复制的" in CHAPTER
+
+
+def test_alltoall_ratio_names_the_topology():
+    """1/4 只在有回绕的双向环上；NVSwitch 节点上是 1/N；v5e-8 没有回绕"""
+    assert "AllToAll ≈ AllGather / 4" not in exercise(10)
+    assert "1/N" in exercise(10)
+    p10 = SOLUTIONS.split("## 问题 10", 1)[1]
+    assert "快约 4 倍" not in p10 and "ch06-sol-p10-h100-ratio" in p10
+    p6 = SOLUTIONS.split("## 问题 6", 1)[1].split("## 问题 7", 1)[0]
+    assert "ch06-sol-p6-n8-split" in p6
+
+
+def test_h100_threshold_gap_names_its_factors():
+    """H100 门槛低于 v5e/v5p：线的 4(N-1)、临界强度之比、环的调度约定，三者都要写出"""
+    section = CHAPTER.split("## 6.5", 1)[1].split("## 6.6", 1)[0]
+    assert "节点内的 AllReduce 带着 $(N-1)/N$" not in section
+    for key in ("ch06-v5p-h100-n8-ratio", "ch06-v5p-h100-n-factor", "ch06-v5p-h100-ci-factor", "ch06-q6-v5p-n4-split"):
+        assert f"{{glue:text}}`{key}`" in section
+
+
+def test_nvlink_domain_premise_and_small_fixes():
+    section = CHAPTER.split("## 6.5", 1)[1].split("## 6.6", 1)[0]
+    assert "NVLink 域" in section and "8 卡节点里 $N$ 最多就是 8" in section
+    assert "3.5 到 4 倍" not in section and "ch06-ffn-ratio-low" in section
+    assert "右边的门槛" not in section and "v5e 取 $N \\times 16$ 的切片" not in CHAPTER
+    s66 = CHAPTER.split("## 6.6", 1)[1]
+    assert not s66.startswith("\n\n前面的 roofline 默认总时间是") and "ch06-tl-naive-bidir-split" in s66
+    assert "原书按轴很长时的极限估计它" not in CHAPTER
+
+
+def test_solutions_small_fixes():
+    assert "它搬的是 AllToAll 的一小部分加上整个输出" not in SOLUTIONS
+    assert "AllReduce_X(C) 规约的是 Z" in SOLUTIONS
+    assert "原书的 (1)、(2) 都对应下面的做法 2" in SOLUTIONS
