@@ -98,7 +98,7 @@ def test_p5_states_the_cross_node_latency_model():
 def test_one_nic_ring_ratio_is_glued_and_agrees():
     for text in (CH05, SOL05):
         assert "慢一个数量级" not in text and "慢好几倍" not in text
-    assert "ch05-p5-one-nic" in _between(CH05, "**P5：", "练习：")
+    assert "one-nic" not in _between(CH05, "**P5：", "练习：")  # 比值是解答的结论，不在题面里给出
     assert SOL05.count("{glue:text}`ch05-sol-p5-one-nic`") == 2
     # 独立地算：只经过一块 50 GB/s 网卡的扁平环 / （流水线分层的带宽项 + NCCL 延迟项）
     v = 2 * 7e9
@@ -122,3 +122,40 @@ def test_ratio_words_say_what_is_multiplied():
         assert not re.search(r"[慢快]了? ?\{glue:text\}", text)
         assert not re.search(r"[慢快]约? ?\{glue:text\}`[^`]+` 倍", text)
         assert "慢一倍" not in text and "约快 $k$ 倍" not in text
+
+
+def test_ingress_bound_is_limited_to_the_gathered_axes_and_p1_borrows_the_idle_axis():
+    """入口下界只约束只用被收集的轴的链路的调度；数组沿 Z 复制时 Z 轴闲着，可以借来用"""
+    sec = _between(CH05, "以及只用被收集的轴的链路时", "(eq-ch05-ingress)")
+    assert "复制" in sec and "借来用" in sec
+    p1 = _between(SOL05, "## 问题 1", "## 问题 2")
+    assert "它与最优调度只差" not in p1 and "每个设备要从 $2k$ 条入链路收下" not in p1
+    for key in ("ch05-sol-p1b-xyz", "ch05-sol-p1a-xz", "ch05-sol-p1b-bound6"):
+        assert "{glue:text}`" + key + "`" in p1
+    # 独立地算（4×4×4，bf16[1024, 4096]，W_双向 = 90 GB/s）：先丢掉 Z 方向的 3/4，再沿 X、Y、Z 收集
+    v = 1024 * 4096 * 2
+    assert round(v / (3 * 90e9) * 1e6, 1) == 31.1 and round(v / 4 / (2 * 90e9) * 1e6, 1) == 11.7
+    assert round(15 / 16 * v / (3 * 90e9) * 1e6, 1) == 29.1  # 6 条入链路，已持有 1/16
+
+
+def test_zero_saves_memory_not_communication():
+    sec = _between(CH05, "如果后面的计算本来就只需要分片的结果", "### AllToAll")
+    assert "省通信" not in sec and "省内存" in sec and "ZeRO-3 / FSDP 还更多" in sec
+
+
+def test_sharp_480_is_busbw_and_caption_label_is_flagged():
+    for text in (CH05, SOL05):
+        assert "它的图称之为算法带宽" not in text
+    assert "总线带宽" in _between(CH05, "原书开着 SHARP 测到约 480 GB/s", "NVLS。")
+    assert "busbw" in _between(SOL05, "原书开着 SHARP 测到约 480 GB/s", "）。")
+
+
+def test_chapter_nits():
+    assert "流水线并行除外" in _between(CH05, "后面所有的并行策略", "不同组合")
+    assert "通常不能与计算重叠" not in CH05 and "难以与计算重叠" in CH05
+    assert "Intel x86" in _between(CH05, "**P5：", "练习：") and "Intel x86" in _between(
+        SOL05, "## 问题 5", "```{code-cell}"
+    )
+    assert "ch05-inf-cross-v" in CH05 and "ch05-inf-cross-b" in CH05 and "$V = b\\times D\\times 2$" in CH05
+    assert "{glue:text}`ch05-n7-w-plus-g`" in CH05
+    assert "1 GB（大 N 极限）" not in CH05 and "1 GB（(N−1)/N → 1）" in CH05
