@@ -91,7 +91,7 @@ def test_claims_about_the_book():
     solutions = text(SOLUTIONS)
     assert re.search(r"早期版本[^。]*190 µs", solutions) and "11.6 µs" in solutions
     assert "标为 Case 3（早期版本写作 Case 4）" in solutions
-    assert "(1) 与 (2) 一样好" in solutions
+    assert "(1)（把 I 切到三条轴）与 (2)（把 K 切到三条轴）一样好" in solutions
     assert "只给了部分答案" in solutions
     assert "原书没有给出答案" not in solutions
 
