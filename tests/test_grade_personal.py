@@ -871,3 +871,31 @@ def test_a_timeout_under_jobs_that_was_never_retried_alone_is_not_cached():
     assert cli._cached(prev, "h", "k", f) is None  # 被中断、没来得及单独重评：下次再评（以前：缓存的 0 分）
     assert cli._cached({**prev, "graded_alone": True}, "h", "k", f) is not None
     assert cli._cached({**prev, "status": status.GRADED}, "h", "k", f) is not None
+
+
+def test_partial_parameter_cells_do_not_hide_a_wrong_key():
+    """以前：给每位同学放几份只写了 TP = 2/3/4/6 的文件，其中总有一份与错的密钥推出的参数“一致”，“密钥不对？”就不再停下"""
+    students = [roster.Student(f"s{k}", "x", k + 2) for k in range(3)]
+    drawn, tags = _issued(students)
+    wrong = personal.PersonalKey.build(_published_key(), students, b"another secret of 32 bytes......", ("ch05",))
+    found = [_found(s.id, f"{s.id}.ipynb", 5, drawn[s.id], tags[s.id]) for s in students]
+    for s in students:
+        for tp in (2, 3, 4, 6, 8):
+            found.append(_found(s.id, f"{s.id}_tp{tp}.ipynb", 5, {"TP": tp}))
+    assert personal.reconcile(found, wrong, "ch05")[0].startswith("密钥不对？")
+
+
+def test_yaml_aliases_in_export_metadata_are_not_expanded(tmp_path):
+    """以前：submission_metadata.yml 里层层引用的别名在 str() 时展开，几百字节的文件就能耗尽时间和内存"""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [
+        f"a{k}: &a{k} [*a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}]"
+        for k in range(1, 9)
+    ]
+    lines += ["submission_1:", "  :submitters:", "  - :sid: s1", "    :name: *a8"]
+    (tmp_path / "submission_metadata.yml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    import time
+
+    start = time.monotonic()
+    export = identify.gradescope_export(tmp_path)
+    assert time.monotonic() - start < 5 and export["submission_1"] == [{"sid": "s1"}]

@@ -111,8 +111,8 @@ def gradescope_export(root: Path) -> dict[str, list[dict]]:
     for folder, record in data.items():
         people = record.get(":submitters") if isinstance(record, dict) else None
         if isinstance(people, list):
-            out[str(folder)] = [
-                {k.lstrip(":"): str(v) for k, v in p.items() if isinstance(k, str)}
+            out[str(folder)] = [  # 只取标量：别名（YAML 的 &/*）展开成巨大的列表再 str() 会耗尽时间和内存
+                {k.lstrip(":"): str(v) for k, v in p.items() if isinstance(k, str) and isinstance(v, str | int | float)}
                 for p in people
                 if isinstance(p, dict)
             ]
