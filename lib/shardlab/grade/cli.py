@@ -306,7 +306,7 @@ def _refuse_personal_without_key(found: Scan) -> None:
         )
 
 
-KEY_SHARE = 0.5
+KEY_SHARE = personal.KEY_MISMATCH_SHARE  # 一半以上才算“大多数”：与核对密钥用同一个比例
 
 
 MAX_FILES_PER_STUDENT = 5
@@ -331,7 +331,7 @@ def _limit_per_student(found: Scan, secret: bytes | None = None) -> None:
                 and f.peek.student == f.roster_id
                 and _signed_for_its_own_id(f, secret)
             )
-            strong = f.how == "文件夹名" or f.how.startswith(("Canvas", "Moodle", identify.EXPORT_HOW))
+            strong = f.how == identify.BY_FOLDER or f.how.startswith(("Canvas", "Moodle", identify.EXPORT_HOW))
             return 0 if own else 1 if strong else 2
 
         ordered = sorted(files, key=rank)  # sorted 是稳定的：同一级里保持路径顺序

@@ -36,6 +36,7 @@ from shardlab.exercise import roster
 
 SEP = r"[_\-\s.()\[\]]"
 EXPORT_HOW = "Gradescope 导出的提交者"
+BY_FOLDER = "文件夹名"  # 教师自己按学生分好的文件夹
 BY_EMBEDDED_ID = "笔记本里写的学生 id"  # 只凭它认出时，评分器还要核对签名（cli._drop_unsigned_claims）
 # Canvas 的姓名部分只有字母（小写、去掉了空格与标点），用户号与提交号是数字：s005_2024_1_x 不是 Canvas 的名字
 _CANVAS = re.compile(r"^(?P<name>[^\W\d_]+)(?:_LATE)?_(?P<uid>\d{2,})_(?P<sub>\d{2,})_(?P<file>.+)$", re.IGNORECASE)
@@ -182,7 +183,7 @@ def identify(
         lms = (_from_export(folder, export, table) or _from_lms(folder, table)) if folder else None
         lms = lms or _from_lms(name, table)
     if own_folder is not None:
-        candidates, how = {own_folder}, "文件夹名"
+        candidates, how = {own_folder}, BY_FOLDER
     elif lms is not None:  # LMS 给的身份说了算：认不出就不评，不退回到学生自己起的文件名或笔记本里写的 id
         candidates, how = lms.candidates, lms.how
         if not candidates:
