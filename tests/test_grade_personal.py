@@ -17,7 +17,7 @@ from grading import render_tokens  # tests/grading.py
 
 from shardlab.exercise import answers, problems, roster, variants
 from shardlab.exercise.judge import WRONG, judge_value
-from shardlab.grade import cli, folder, identify, integrity, judge, outputs, personal, report, status
+from shardlab.grade import cli, folder, identify, integrity, judge, outputs, per_student, personal, report, status
 from shardlab.grade.key import AnswerKey, registry_key
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -711,11 +711,19 @@ def test_unsigned_ghost_ids_from_one_student_do_not_stop_the_class():
     assert personal.reconcile(found, key, "ch05")[0] is None
 
 
-def test_a_huge_number_in_the_parameter_cell_affects_only_that_file():
+def test_a_huge_number_in_the_parameter_cell_affects_only_that_file(tmp_path):
     """以前：B = 0x 加几千个 f 让 repr 抛出 ValueError，整班的评分以“用法错误”停下"""
     for src in ("B = 0x" + "f" * 3900, 'mesh = {"X": 0x' + "f" * 4000 + "}"):
         got = problems.written("ch05", [src])
         assert all(isinstance(v, str) and "太大" in v for v in got.values()) and got
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
+    path = own / "s000" / "ch05_exercises.ipynb"
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if problems.PARAM_TAG in c.get("metadata", {}).get("tags", []))
+    cell["source"] = "".join(cell["source"]) + "\nB = 0x" + "f" * 3900 + "\n"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    _, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    assert sorted(f.roster_id for f in found.found) == ["s000", "s001"]  # 整个评分之前的流程（认人、核对密钥）都过得去
 
 
 def test_timeouts_while_others_ran_are_graded_again_alone(monkeypatch):
@@ -743,7 +751,7 @@ def test_planted_junk_files_do_not_stop_the_class_but_a_wrong_roster_does(tmp_pa
         shutil.copy(ROOT / "exercises" / "ch05_exercises.ipynb", own / f"junk{k}.ipynb")
     who = cli.Personal(roster.read(roster_path), secret.read_bytes())
     found = folder.scan([str(own)])
-    cli._peek_all(found)
+    cli._peek_all(found, secret.read_bytes())
     cli._identify(found, who)
     assert sorted(f.roster_id for f in found.found) == ["s000", "s001"] and len(found.ignored) == 5
     other = tmp_path / "other.csv"  # 另一个班的花名册：两份签名对得上的个人版都对不上，而且对上的一份也没有
@@ -753,7 +761,7 @@ def test_planted_junk_files_do_not_stop_the_class_but_a_wrong_roster_does(tmp_pa
         (own / f"junk{k}.ipynb").unlink()
     shutil.copytree(own / "s001", own / "s001-copy")
     found = folder.scan([str(own)])
-    cli._peek_all(found)
+    cli._peek_all(found, secret.read_bytes())
     with pytest.raises(cli.UsageError, match="花名册不对？.*1 份是用这个密钥"):  # 内容相同的两份只算一份证据
         cli._identify(found, cli.Personal(roster.read(other), secret.read_bytes()))
 
@@ -776,8 +784,8 @@ def test_identical_copies_are_graded_once_and_files_per_student_are_capped(tmp_p
     (sub / "v9-copy.ipynb").write_text(json.dumps({"k": 0}), encoding="utf-8")
     found = folder.scan([str(tmp_path / "subs")])
     cli._peek_all(found)
-    cli._limit_per_student(found)
-    assert [f.rel for f in found.found] == [f"s1/v{k}.ipynb" for k in range(cli.MAX_FILES_PER_STUDENT)]
+    assert per_student.limit(found) == ["s1（8 个，没评 3 个）"]
+    assert [f.rel for f in found.found] == [f"s1/v{k}.ipynb" for k in range(per_student.MAX_FILES)]
     reasons = [i["reason"] for i in found.ignored]
     assert sum("内容相同" in r for r in reasons) == 1 and sum("超过" in r for r in reasons) == 3
 
@@ -831,7 +839,7 @@ def test_one_student_cannot_stop_or_displace_with_copies_of_notebooks(tmp_path):
         shutil.copy(own / "s001" / "ch05_exercises.ipynb", own / f"abc_1{k}_2{k}_ch05.ipynb")
     who = cli.Personal(roster.read(roster_path), secret.read_bytes())
     found = folder.scan([str(own)])
-    cli._peek_all(found)
+    cli._peek_all(found, secret.read_bytes())
     cli._identify(found, who)  # 不抛出：写着花名册里的 id 的文件不是“花名册不对”的证据
     assert sorted(f.roster_id for f in found.found) == ["s000", "s001"]
     for k in range(5):
@@ -839,9 +847,9 @@ def test_one_student_cannot_stop_or_displace_with_copies_of_notebooks(tmp_path):
         nb["metadata"]["shardlab"] = {"student": "s001", "tag": f"forged{k}", "assignment": "ch05"}
         (own / f"0_s001_{k}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     found = folder.scan([str(own)])
-    cli._peek_all(found)
+    cli._peek_all(found, secret.read_bytes())
     cli._identify(found, who)
-    cli._limit_per_student(found, secret.read_bytes())
+    per_student.limit(found)
     assert "s001/ch05_exercises.ipynb" in [f.rel for f in found.found if f.roster_id == "s001"]
 
 
@@ -853,10 +861,12 @@ def test_without_a_roster_identical_blank_or_tagged_copies_count_once(tmp_path):
             cell["source"] = "p1a = 1.0"
     for sid in ("s1", "s2", "s3"):
         (tmp_path / f"{sid}.ipynb").write_text(json.dumps(done), encoding="utf-8")
-    tagged = json.loads(blank)
-    tagged["metadata"]["shardlab"] = {"student": "x", "tag": "y"}
-    for k in range(4):
-        (tmp_path / f"zz{k}.ipynb").write_text(blank, encoding="utf-8")
+    for k in range(4):  # 元数据各不相同：以前按整个文件的 sha256 去重，改一个字节就多算一个学生
+        tagged = json.loads(blank)
+        tagged["metadata"]["shardlab"] = {"student": "x", "tag": "y", "n": k}
+        plain = json.loads(blank)
+        plain["metadata"]["n"] = k
+        (tmp_path / f"zz{k}.ipynb").write_text(json.dumps(plain), encoding="utf-8")
         (tmp_path / f"yy{k}.ipynb").write_text(json.dumps(tagged), encoding="utf-8")
     found = folder.scan([str(tmp_path)])
     cli._peek_all(found)
@@ -899,3 +909,83 @@ def test_yaml_aliases_in_export_metadata_are_not_expanded(tmp_path):
     start = time.monotonic()
     export = identify.gradescope_export(tmp_path)
     assert time.monotonic() - start < 5 and export["submission_1"] == [{"sid": "s1"}]
+
+
+def _prepare(tmp_path, subs, *extra):
+    """cli.prepare：评分之前的一切（认出学生、每个学生留哪几个文件、核对密钥），不进沙箱"""
+    args = cli.build_parser().parse_args(
+        [str(subs), "--out", str(tmp_path / "o"), "--course", str(ROOT), "--sandbox", "rlimit", *extra]
+    )
+    _, _, _, _, found, _ = cli.prepare(args)
+    return args, found
+
+
+def _answered(k: int = 0) -> dict:
+    nb = json.loads((ROOT / "exercises" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        if "ch05-p1a" in cell.get("metadata", {}).get("tags", []):
+            cell["source"] = f"p1a = {1.0 + k}"
+    return nb
+
+
+def test_without_a_roster_planted_files_do_not_displace_a_loose_submission(tmp_path):
+    """以前没有花名册时按去掉扩展名的文件名分学生：别人放的 s001_ch05.IPYNB……（大写排在前面）或一个 s001_ch05/ 文件夹
+    占满了 5 个的名额，s001_ch05.ipynb 本人的文件没有评"""
+    subs = tmp_path / "subs"
+    (subs / "s001_ch05").mkdir(parents=True)
+    (subs / "s001_ch05.ipynb").write_text(json.dumps(_answered()), encoding="utf-8")
+    for k, ext in enumerate(("IPYNB", "IPYNb", "IPYnb", "IPynb", "Ipynb")):
+        (subs / f"s001_ch05.{ext}").write_text(json.dumps(_answered(k + 1)), encoding="utf-8")
+        (subs / "s001_ch05" / f"v{k}.ipynb").write_text(json.dumps(_answered(k + 1)), encoding="utf-8")
+    args, found = _prepare(tmp_path, subs, "--chapter", "5")
+    assert "s001_ch05.ipynb" in [f.rel for f in found.found] and len(found.found) == 11
+    assert not any("超过" in n for n in args.roster_notes)
+
+
+def test_copies_in_a_teachers_folder_do_not_displace_the_students_own_file(tmp_path):
+    """以前：拿到 s001 的个人版的人在 S001/ 文件夹里放 5 份改过答案的副本（签名照样对得上），与 s001 散放的真文件同级，
+    按路径排在前面，把真文件挤出 5 个的上限；现在每个位置轮流取，超过上限的写进给教师的说明"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
+    mine = own / "s001" / "ch05_exercises.ipynb"
+    real = json.loads(mine.read_text(encoding="utf-8"))
+    (own / "s001_ch05.ipynb").write_text(json.dumps(real), encoding="utf-8")
+    shutil.rmtree(own / "s001")
+    (own / "S001").mkdir()
+    for k in range(5):
+        copy = json.loads(json.dumps(real))
+        copy["cells"].append({"cell_type": "markdown", "metadata": {}, "source": f"改过 {k}"})
+        (own / "S001" / f"a{k}.ipynb").write_text(json.dumps(copy), encoding="utf-8")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    assert "s001_ch05.ipynb" in [f.rel for f in found.found if f.roster_id == "s001"]
+    assert any("s001（6 个，没评 1 个）" in n and "--max-files" in n for n in args.roster_notes)
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file",
+                           str(secret), "--max-files", "6")  # fmt: skip
+    assert sum(f.roster_id == "s001" for f in found.found) == 6
+
+
+def test_junk_in_a_students_folder_does_not_hide_a_class_of_personal_notebooks(tmp_path):
+    """以前按文件数：2 名学生都交了个人版，其中一人的文件夹里多放 5 个别的文件，就按书上的参数评下去（几乎全错）"""
+    _, _, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
+    for k in range(5):
+        (own / "s000" / f"junk{k}.ipynb").write_text(json.dumps(_answered(k)), encoding="utf-8")
+    with pytest.raises(cli.UsageError, match="2 名学生里有 2 名交的是个人版"):
+        _prepare(tmp_path, own, "--chapter", "5")
+
+
+def test_one_withdrawn_students_notebook_copied_around_is_one_piece_of_evidence(tmp_path):
+    """s003 退了课（不在花名册里）。以前：他的真个人版复制到两个同学的文件夹里，“花名册里的 id 变了？”就按文件对上的学生数停下；
+    改几处答案后散放 8 份（对不上的文件过半），“花名册不对？”就按内容数停下。现在两处都按笔记本里写的学生 id 数：只算一份证据"""
+    _, secret, own, _, _ = assign_bench.make_class(tmp_path, 4, "ch05", published=False)
+    three = tmp_path / "three.csv"
+    three.write_text("id,name\n" + "".join(f"s{k:03d},学生{k}\n" for k in range(3)), encoding="utf-8")
+    theirs = json.loads((own / "s003" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    for sid in ("s000", "s001"):
+        (own / sid / "copy.ipynb").write_text(json.dumps(theirs), encoding="utf-8")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(three), "--secret-file", str(secret))
+    assert sorted({f.roster_id for f in found.found}) == ["s000", "s001", "s002"]
+    for k in range(8):
+        copy = json.loads(json.dumps(theirs))
+        copy["cells"].append({"cell_type": "markdown", "metadata": {}, "source": f"改过 {k}"})
+        (own / f"x{k}.ipynb").write_text(json.dumps(copy), encoding="utf-8")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(three), "--secret-file", str(secret))
+    assert sorted({f.roster_id for f in found.found}) == ["s000", "s001", "s002"]

@@ -38,7 +38,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from shardlab import atomic
 from shardlab.exercise import answers, problems, roster, variants
-from shardlab.grade import gradescope, identify, inject, integrity, outputs, personal, report
+from shardlab.grade import gradescope, identify, inject, integrity, outputs, per_student, personal, report
 from shardlab.grade import status as st
 from shardlab.grade.course import Course, CourseError
 from shardlab.grade.folder import Found, Scan, Unreadable, read_submission, scan
@@ -96,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--canvas-column", help="canvas.csv 里作业那一列的名字（要与 Canvas 里的作业名一致；默认 shardlab chNN）"
     )
+    p.add_argument(
+        "--max-files",
+        type=int,
+        default=per_student.MAX_FILES,
+        help=f"每个学生最多评几个内容不同的文件（默认 {per_student.MAX_FILES}；超过的列在忽略的文件里，写进给教师的说明）",
+    )
     p.add_argument("--wall", type=float, default=Limits.wall_s, help="每份提交的墙钟时间上限（秒）")
     p.add_argument("--cell-timeout", type=float, default=Limits.cell_s, help="每个单元的时间上限（秒）")
     p.add_argument("--memory-mb", type=int, default=Limits.memory_bytes >> 20, help="每个进程的地址空间上限（MiB）")
@@ -137,49 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         return gradescope.dry_run_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
-        course = Course.from_option(args.course)
-        base_key = load_key(args.key, course)
-        args.personal = _personal(args)
-        args.weight_map = outputs.read_weights(args.weights)
-        args.roster_notes = []
-        orders = {
-            ch: inject.exercise_order(course.exercise(ch), ch)
-            for ch in sorted({a.chapter for a in answers.ANSWERS.values()})
-        }
-        mode = _sandbox_mode(args.sandbox)
-        found = scan(args.submissions)
-        args.roster_notes += found.notes
-        _peek_all(found)
-        _drop_answer_notebooks(found)
-        if args.personal is None:
-            if not args.book_params:
-                _refuse_personal_without_key(found)
-        else:
-            _identify(found, args.personal)
-        _refuse_nothing_to_grade(found)
-        _limit_per_student(found, args.personal.secret if args.personal else None)
-        chapter = _choose_chapter(found.found, args.chapter)
-        key = base_key
-        if args.personal is not None and chapter is not None:
-            assignment = f"ch{chapter:02d}"
-            args.personal.key = personal.PersonalKey.build(
-                base_key, args.personal.students, args.personal.secret, (assignment,)
-            )
-            for f in found.found:
-                f.written_params = _written(assignment, f)
-            _drop_unsigned_claims(found, args.personal.key, assignment)
-            problem, args.roster_notes = personal.reconcile(found.found, args.personal.key, assignment)
-            if problem and not args.trust_key:
-                raise UsageError(problem + "（确认密钥没错时，加 --trust-key 照样评分）")
-            if problem:
-                args.roster_notes.append("加了 --trust-key：" + problem.replace("什么也没有写。", "照样评分了。"))
-            key = args.personal.key  # reconcile 可能按签名改了几个学生的参数，指纹也跟着变
-            _assign_ids(found)
-        if chapter is not None:
-            _check_weights(args.weight_map, chapter)
-            if not args.allow_blank:
-                _refuse_mostly_blank(found, course, chapter)
-        _check_out(args.out.absolute(), chapter)
+        course, key, orders, mode, found, chapter = prepare(args)
     except (CourseError, AnswerKeyError, inject.CourseOrderError, UsageError, roster.RosterError, ValueError,
             variants.VariantError) as exc:  # fmt: skip
         return _fail(str(exc))
@@ -198,6 +162,64 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         lock.close()
         _hand_back(out, created)
+
+
+def prepare(args) -> tuple:
+    """评分之前的一切：读课程、答案表、花名册与密钥，找出提交，认出学生，每个学生留哪几个文件，核对密钥；
+    不写任何文件。(course, 答案表, 每章的单元顺序, 沙箱方式, 提交, 章)；输入不对时抛出 UsageError 等"""
+    course = Course.from_option(args.course)
+    base_key = load_key(args.key, course)
+    args.personal = _personal(args)
+    args.weight_map = outputs.read_weights(args.weights)
+    if args.max_files < 1:
+        raise UsageError(f"--max-files 要至少是 1（给的是 {args.max_files}）")
+    args.roster_notes = []
+    orders = {
+        ch: inject.exercise_order(course.exercise(ch), ch)
+        for ch in sorted({a.chapter for a in answers.ANSWERS.values()})
+    }
+    mode = _sandbox_mode(args.sandbox)
+    found = scan(args.submissions)
+    args.roster_notes += found.notes
+    _peek_all(found, args.personal.secret if args.personal else None)
+    _drop_answer_notebooks(found)
+    if args.personal is None:
+        if not args.book_params:
+            _refuse_personal_without_key(found)
+    else:
+        _identify(found, args.personal)
+    _refuse_nothing_to_grade(found)
+    over = per_student.limit(found, args.max_files)
+    if over:
+        args.roster_notes.append(
+            f"{len(over)} 名学生内容不同的文件超过 {args.max_files} 个，多的没有评（列在忽略的文件里）："
+            f"{'、'.join(over[:10])}{'…' if len(over) > 10 else ''}。请核对这些文件是不是他们自己交的；"
+            "要全部评分时加大 --max-files 重评"
+        )
+    chapter = _choose_chapter(found.found, args.chapter)
+    key = base_key
+    if args.personal is not None and chapter is not None:
+        assignment = f"ch{chapter:02d}"
+        args.personal.key = personal.PersonalKey.build(
+            base_key, args.personal.students, args.personal.secret, (assignment,)
+        )
+        for f in found.found:
+            f.written_params = _written(assignment, f)
+        _drop_unsigned_claims(found, args.personal.key, assignment)
+        problem, notes = personal.reconcile(found.found, args.personal.key, assignment)
+        args.roster_notes += notes
+        if problem and not args.trust_key:
+            raise UsageError(problem + "（确认密钥没错时，加 --trust-key 照样评分）")
+        if problem:
+            args.roster_notes.append("加了 --trust-key：" + problem.replace("什么也没有写。", "照样评分了。"))
+        key = args.personal.key  # reconcile 可能按签名改了几个学生的参数，指纹也跟着变
+        _assign_ids(found)
+    if chapter is not None:
+        _check_weights(args.weight_map, chapter)
+        if not args.allow_blank:
+            _refuse_mostly_blank(found, course, chapter)
+    _check_out(args.out.absolute(), chapter)
+    return course, key, orders, mode, found, chapter
 
 
 def _hand_back(out: Path, created: bool) -> None:
@@ -270,13 +292,22 @@ def _sandbox_mode(choice: str) -> str:
     return "bwrap"
 
 
-def _peek_all(found: Scan) -> None:
-    """每份提交先读一次：章、笔记本里写的学生 id、参数单元（读不了的留给评分时报告）"""
+def _peek_all(found: Scan, secret: bytes | None = None) -> None:
+    """每份提交先读一次：内容的 sha256、章、笔记本里写的学生 id、参数单元，有密钥时还有签名是不是对得上笔记本里写的 id
+    （读不了的留给评分时报告）"""
+    public: dict[str, bytes] = {}  # 作业 → 验证签名的公钥（每章只推一次）
     for f in found.found:
+        f.peek, f.sha, f.own_signed = None, None, False
         try:
-            f.peek = inject.peek(inject.read_notebook(read_submission(f.path)))
-        except (inject.SubmissionError, Unreadable, OSError):
-            f.peek = None
+            data = read_submission(f.path)
+        except (Unreadable, OSError):
+            continue
+        f.sha = hashlib.sha256(data).hexdigest()
+        try:
+            f.peek = inject.peek(inject.read_notebook(data))
+        except inject.SubmissionError:
+            continue
+        f.own_signed = secret is not None and _signed_for_its_own_id(f.peek, secret, public)
 
 
 def _drop_answer_notebooks(found: Scan) -> None:
@@ -293,64 +324,37 @@ def _drop_answer_notebooks(found: Scan) -> None:
 
 
 def _refuse_personal_without_key(found: Scan) -> None:
-    """没有 --roster/--secret-file 时按书上的参数评分；提交大多是个人版（笔记本里有 shardlab-assign 写的学生 id 和签名）时，
-    这样评几乎每道题都会判错：停下（一两个学生自己加的元数据拦不住：要超过一半）"""
-    readable = [f for f in found.found if f.peek is not None]
-    personal_ = list({(f.peek.student, f.peek.tag): f for f in readable if f.peek.student and f.peek.tag}.values())
-    if personal_ and len(personal_) > KEY_SHARE * len(readable):
+    """没有 --roster/--secret-file 时按书上的参数评分；大多数学生交的是个人版（笔记本里有 shardlab-assign 写的学生 id 和签名）时，
+    这样评几乎每道题都会判错：停下。按学生数（per_student.student_of），不按文件数：一个学生的文件夹里多放几份别的文件冲不淡它，
+    散放的、写着同一个 id 和签名的几份副本只算一个学生"""
+    personal_: dict[tuple, Found] = {}
+    students: set[tuple] = set()
+    for f in found.found:
+        if f.peek is None:
+            continue
+        tagged = bool(f.peek.student and f.peek.tag)
+        who = _who(f, ("signed", f.peek.student, f.peek.tag) if tagged else None)
+        students.add(who)
+        if tagged:
+            personal_.setdefault(who, f)
+    if personal_ and len(personal_) > KEY_SHARE * len(students):
+        example = next(iter(personal_.values())).rel
         raise UsageError(
-            f"{len(readable)} 份提交里有 {len(personal_)} 份是个人版（笔记本里写着学生 id 和参数签名，"
-            f"例如 {terminal(personal_[0].rel, 80)}）：请加 --roster（花名册）和 --secret-file（生成个人版时的密钥），"
+            f"{len(students)} 名学生里有 {len(personal_)} 名交的是个人版（笔记本里写着学生 id 和参数签名，"
+            f"例如 {terminal(example, 80)}）：请加 --roster（花名册）和 --secret-file（生成个人版时的密钥），"
             "按每个学生自己的参数评分。不加时按书上的参数判，个人版的答案几乎都会判错。"
             "确实要按书上的参数评（提交的是公开的练习，这些元数据是别人加的）时加 --book-params。什么也没有写。"
         )
 
 
+def _who(f: Found, loose_as: tuple | None) -> tuple:
+    """两道“大多数学生……”的检查按学生数：没有花名册时，散放在顶层、属于同一类的文件（写着同一个签名、都是空白的）算一个学生
+    （不然一个人丢几份副本就顶得上几个学生）；别的按 per_student.student_of"""
+    loose = not f.roster_id and per_student.place_of(f) == b""
+    return loose_as if loose and loose_as is not None else per_student.student_of(f)
+
+
 KEY_SHARE = personal.KEY_MISMATCH_SHARE  # 一半以上才算“大多数”：与核对密钥用同一个比例
-
-
-MAX_FILES_PER_STUDENT = 5
-
-
-def _limit_per_student(found: Scan, secret: bytes | None = None) -> None:
-    """同一个学生（花名册 id；没有花名册时同一个文件夹）的文件：内容相同的只评一次，最多评 MAX_FILES_PER_STUDENT 个
-    （每个文件最多占一个沙箱 --wall 秒：以前一个学生交 200 个文件能让全班的评分拖上几个小时）。
-    先留签名核实过是他自己个人版的文件，再留教师分好的文件夹或 LMS 认出的文件，最后按路径（别人放进来的、签名是伪造的文件
-    挤不掉他自己的）"""
-    groups: dict[object, list[Found]] = {}
-    for f in found.found:
-        groups.setdefault(_student_key(f), []).append(f)
-    keep: set[int] = set()
-    for files in groups.values():
-
-        def rank(f: Found) -> int:
-            own = (
-                secret is not None
-                and f.roster_id is not None
-                and f.peek is not None
-                and f.peek.student == f.roster_id
-                and _signed_for_its_own_id(f, secret)
-            )
-            strong = f.how == identify.BY_FOLDER or f.how.startswith(("Canvas", "Moodle", identify.EXPORT_HOW))
-            return 0 if own else 1 if strong else 2
-
-        ordered = sorted(files, key=rank)  # sorted 是稳定的：同一级里保持路径顺序
-        seen: dict[str, Found] = {}  # 内容的 sha256 → 留下的文件
-        for f in ordered:
-            sha = _sha(f.path) or f"?{f.rel}"  # 读不了的文件各算各的（评分时报告）
-            if sha in seen:
-                found.ignored.append({"file": f.rel, "reason": f"与 {seen[sha].rel} 内容相同：只评一次"})
-            elif len(seen) >= MAX_FILES_PER_STUDENT:
-                found.ignored.append(
-                    {
-                        "file": f.rel,
-                        "reason": f"同一个学生的文件超过 {MAX_FILES_PER_STUDENT} 个：只评前 {MAX_FILES_PER_STUDENT} 个",
-                    }
-                )
-            else:
-                seen[sha] = f
-                keep.add(id(f))
-    found.found[:] = [f for f in found.found if id(f) in keep]
 
 
 def _refuse_mostly_blank(found: Scan, course: Course, chapter: int) -> None:
@@ -368,9 +372,7 @@ def _refuse_mostly_blank(found: Scan, course: Course, chapter: int) -> None:
         empty = bool(f.peek.answer_cells) and all(blank.get(t) == h for t, h in f.peek.answer_cells.items())
         example = example or (f.rel if empty else None)
         # 没有花名册时，散放在顶层、内容相同的空白文件算一个（不然一个人丢几份空白副本就顶得上几个学生）
-        loose = not f.roster_id and len(identify.rel_parts(f.raw_rel)) == 1
-        who = _sha(f.path) if empty and loose else _student_key(f)
-        students.setdefault(who, []).append(empty)
+        students.setdefault(_who(f, ("blank",) if empty else None), []).append(empty)
     nothing = sum(all(v) for v in students.values())
     if len(students) >= 2 and nothing > KEY_SHARE * len(students):
         raise UsageError(
@@ -378,11 +380,6 @@ def _refuse_mostly_blank(found: Scan, course: Course, chapter: int) -> None:
             f"例如 {terminal(example or '', 80)}）：提交目录是不是指到了发给学生的个人版（shardlab-assign 的输出）？"
             "确实要评时加 --allow-blank。什么也没有写。"
         )
-
-
-def _student_key(f: Found) -> object:
-    """同一个学生的文件：花名册 id；没有花名册时同一个文件夹（或顶层的同一个文件）"""
-    return f.roster_id or (f.group if isinstance(f.group, bytes) else f.sid)
 
 
 def _refuse_nothing_to_grade(found: Scan) -> None:
@@ -410,20 +407,25 @@ def _identify(found: Scan, who: Personal) -> None:
         if ident.sid is None:
             found.ignored.append({"file": f.rel, "reason": ident.reason})
             continue
-        f.roster_id, f.how, f.notes, f.group = ident.sid, ident.how, list(ident.notes), list(ident.group)
+        f.roster_id, f.how, f.notes, f.members, f.strong = (
+            ident.sid,
+            ident.how,
+            list(ident.notes),
+            ident.group,
+            ident.strong,
+        )
         keep.append(f)
     unmatched = [f for f in found.found if f not in keep]
     # 花名册给错的证据：对不上的文件是用这个密钥生成的个人版（签名对得上笔记本里写的 id）。没有签名的对不上的文件不算：
     # 谁都能往散放的提交目录里丢几个文件，以前丢得比真提交多就能让整班的评分停下
-    evidence, seen = [], set()  # 按内容去重：同一份笔记本复制几次只算一份证据
+    # 按笔记本里写的学生 id 去重：同一个人的笔记本复制几份（改了答案、起了同学的名字）只算一份证据，与对上的学生数比
+    evidence: dict[str, Found] = {}
     for f in unmatched:
-        sha = _sha(f.path)
-        if sha in seen or table.exact(f.peek.student if f.peek and f.peek.student else "") is not None:
+        if not f.own_signed or table.exact(f.peek.student) is not None:
             continue  # 写着花名册里的 id：花名册没错，只是文件名认不出（学生自己的笔记本起了怪名字）
-        if _signed_for_its_own_id(f, who.secret):
-            seen.add(sha)
-            evidence.append(f)
-    if len(found.found) >= 2 and len(unmatched) > len(found.found) / 2 and (not keep or len(evidence) > len(keep)):
+        evidence.setdefault(roster.normalize(f.peek.student), f)
+    matched = {f.roster_id for f in keep}
+    if len(found.found) >= 2 and len(unmatched) > len(found.found) / 2 and len(evidence) > len(matched):
         examples = "；".join(f"{terminal(i['file'], 60)}：{i['reason']}" for i in found.ignored[-len(unmatched) :][:2])
         raise UsageError(
             f"花名册不对？{len(found.found)} 份提交里有 {len(unmatched)} 份对不上 --roster 里的学生"
@@ -433,15 +435,16 @@ def _identify(found: Scan, who: Personal) -> None:
     found.found[:] = keep
 
 
-def _signed_for_its_own_id(f: Found, secret: bytes) -> bool:
-    """笔记本带着这个密钥为它里面写的学生 id 签的参数（一份真的个人版）"""
-    peek = f.peek
+def _signed_for_its_own_id(peek, secret: bytes, public: dict[str, bytes]) -> bool:
+    """笔记本带着这个密钥为它里面写的学生 id 签的参数（一份真的个人版）；public 缓存每章的公钥"""
     if peek is None or not (peek.student and peek.tag and peek.chapter):
         return False
     assignment = f"ch{peek.chapter:02d}"
     try:
+        if assignment not in public:
+            public[assignment] = variants.public_key(secret, assignment)
         written = problems.written(assignment, peek.param_sources)
-        return variants.verify(variants.public_key(secret, assignment), assignment, peek.student, written, peek.tag)
+        return variants.verify(public[assignment], assignment, peek.student, written, peek.tag)
     except Exception:  # noqa: BLE001  不可信的输入；未知的章
         return False
 
@@ -688,13 +691,6 @@ def _cached(previous: dict | None, sha: str | None, cache_key: str, found: Found
     return previous
 
 
-def _sha(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(read_submission(path)).hexdigest()
-    except (Unreadable, OSError):
-        return None
-
-
 def _previous(out: Path, meta: dict, wanted: set[str]) -> dict[str, dict]:
     """上次写下的结果（只读这次找到的提交的）；读不了的结果文件报告出来，不悄悄跳过"""
     results: dict[str, dict] = {}
@@ -718,7 +714,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     results: dict[str, dict] = {}
     todo: list[Found] = []
     for f in found:
-        cached = None if args.force else _cached(previous.get(f.sid), _sha(f.path), ctx.cache_key, f)
+        cached = None if args.force else _cached(previous.get(f.sid), f.sha, ctx.cache_key, f)
         if cached is not None:
             results[f.sid] = cached
         else:

@@ -52,9 +52,12 @@ class Found:
     roster_id: str | None = None  # 按个人版评分时：对上的花名册学生（shardlab.grade.identify）
     how: str = ""  # 怎样对上的（给助教看）
     notes: list[str] = field(default_factory=list)  # 给助教看的身份问题（笔记本里写的是另一个学生……）
-    group: list[str] = field(default_factory=list)  # 小组提交的全部组员（Gradescope 导出）
+    strong: bool = False  # 身份来自教师分好的文件夹或 LMS（不是学生自己起的文件名）
+    members: list[str] = field(default_factory=list)  # 小组提交的全部组员（Gradescope 导出）
     written_params: dict | None = None  # 参数单元里写的参数（核对密钥用）
     peek: object = None  # inject.Peek：评分之前读出的章、笔记本里写的学生 id、参数单元；读不了时为 None
+    sha: str | None = None  # 评分之前读到的内容的 sha256；读不了时为 None
+    own_signed: bool = False  # 带着这个密钥为笔记本里写的学生 id 签的参数（一份真的个人版）
 
 
 @dataclass

@@ -57,6 +57,7 @@ class Identity:
     embedded: str | None = None  # 笔记本里写的学生 id（与 sid 不同时要报告）
     notes: list[str] = field(default_factory=list)
     group: list[str] = field(default_factory=list)  # Gradescope 导出里一起交的组员（小组提交；含 sid）
+    strong: bool = False  # 身份来自教师分好的文件夹或 LMS，不是学生自己起的文件名或笔记本里写的 id
 
 
 def _squash(text: str) -> str:
@@ -197,7 +198,7 @@ def identify(
     emb = table.exact(embedded) if embedded else None
     if len(candidates) == 1:
         sid = next(iter(candidates))
-        ident = Identity(sid, how, embedded=embedded)
+        ident = Identity(sid, how, embedded=embedded, strong=own_folder is not None or lms is not None)
         if embedded and emb != sid:
             ident.notes.append(
                 f"笔记本里写的学生 id 是 {embedded!r}，文件属于 {sid}（{how}）：按 {sid} 的参数评分；请助教核对"
@@ -206,7 +207,11 @@ def identify(
     if emb is not None and emb in candidates and lms is not None and lms.how == EXPORT_HOW:
         members = sorted(candidates)
         return Identity(
-            emb, f"{EXPORT_HOW}（小组：{'、'.join(members)}；笔记本是 {emb} 的）", embedded=embedded, group=members
+            emb,
+            f"{EXPORT_HOW}（小组：{'、'.join(members)}；笔记本是 {emb} 的）",
+            embedded=embedded,
+            group=members,
+            strong=True,
         )
     if emb is not None and (emb in candidates or (not candidates and lms is None)):
         basis = BY_EMBEDDED_ID + (f"（{how}能对上几个学生：{'、'.join(sorted(candidates))}）" if candidates else "")

@@ -138,13 +138,14 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
                 and public is not None
                 and variants.verify(public, assignment, peek.student, f.written_params, peek.tag)
             ):
-                renamed.setdefault(f.roster_id, f)
+                # 按笔记本里写的 id 数：一个退课学生的真笔记本复制到几个同学名下，只算一份证据
+                renamed.setdefault(roster.normalize(peek.student), f)
             continue  # 拿了别人的笔记本：不是密钥的证据（另有报告）
         own.setdefault(f.roster_id, []).append(f)
-    checked = len(set(own) | set(renamed))
+    checked = len(set(own) | {f.roster_id for f in renamed.values()})
     if renamed and len(renamed) > KEY_MISMATCH_SHARE * checked:
         examples = "；".join(
-            f"{f.rel} 里写着 {f.peek.student!r}，对上的是 {sid!r}" for sid, f in list(renamed.items())[:3]
+            f"{f.rel} 里写着 {f.peek.student!r}，对上的是 {f.roster_id!r}" for f in list(renamed.values())[:3]
         )
         return (
             f"花名册里的 id 与生成个人版时的不同？{checked} 名学生里有 {len(renamed)} 名的笔记本写着不在花名册里的学生 id，"

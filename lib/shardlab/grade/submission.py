@@ -81,7 +81,7 @@ def new_result(found: Found, ctx: Context) -> dict:
         "cache_key": ctx.cache_key,
         "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **({"roster_id": found.roster_id, "how": found.how} if found.roster_id else {}),
-        **({"group": list(found.group)} if found.group else {}),
+        **({"group": list(found.members)} if found.members else {}),
         "ta_notes": list(found.notes),  # 只给助教看：身份问题（笔记本里写的是另一个学生……）
         "identity_conflict": bool(found.notes),
     }
