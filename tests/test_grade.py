@@ -506,3 +506,33 @@ def test_sandbox_workdirs_are_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     box = sandbox.Sandbox(tmp_path, sandbox.Limits(), mode="uid", workdir=Path("out/.work"))
     assert box.workdir == tmp_path / "out" / ".work" and box.workdir.is_absolute()
+
+
+_PROBE = """
+import sys, tempfile
+from pathlib import Path
+from shardlab.grade import sandbox
+if sys.argv[1] == "old":  # 以前只挂真实路径
+    sandbox._python_binds = lambda: [(r, r) for r in sandbox._python_roots()]
+work = Path(tempfile.mkdtemp(dir=sys.argv[2]))
+work.chmod(0o755)
+staged = sandbox.stage_library(work / "stage" / "lib")
+(work / "stage").chmod(0o755)
+print(sandbox.Sandbox(staged, sandbox.Limits(), mode="bwrap", workdir=work).probe())
+"""
+
+
+@pytest.mark.skipif(sandbox.bwrap_problem() is not None, reason="要 bubblewrap（以 root 运行）")
+def test_a_virtualenv_reached_through_a_symlink_runs_inside_bwrap(tmp_path):
+    """以前：虚拟环境经符号链接到达（~/course 是链接）时，沙箱里找不到 sys.executable，每份提交都“崩溃”、全班 0 分、退出码 0；
+    bwrap 模式也不试运行。现在挂在评分器用的路径上，评分之前还在沙箱里试运行一次"""
+    link = tmp_path / "venv"
+    link.symlink_to(Path(sys.prefix).resolve())
+    tmp_path.chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
+    run = lambda how: subprocess.run(  # noqa: E731
+        [str(link / "bin" / "python"), "-c", _PROBE, how, str(tmp_path)], env=env, capture_output=True, text=True
+    )
+    assert run("new").stdout.strip() == "None"
+    old = run("old").stdout
+    assert "沙箱（bubblewrap）里运行不了" in old and "not found" in old

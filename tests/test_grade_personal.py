@@ -365,7 +365,7 @@ def test_class_with_own_answers_scores_full_and_copying_is_evidence_for_the_ta(t
         status.CORRECT
     }  # s001 的真文件计入，别人放的那份评了但不计入（以前：两份都不评）
     feedback = (out / "feedback" / "s001.md").read_text(encoding="utf-8")  # 交了两个文件：这是计入的那一份
-    assert "你交了 2 个文件：计入成绩的是" in feedback
+    assert "你名下有 2 个文件评了分：计入的是" in feedback
     wide = {r["id"]: r for r in csv.DictReader((out / "grades_wide.csv").open(encoding="utf-8-sig"))}
     n = len(answers.chapter_answers("ch05"))
     assert [wide[s]["total"] for s in ("s000", "s001", "s003")] == [str(n)] * 3
@@ -881,6 +881,8 @@ def test_a_timeout_under_jobs_that_was_never_retried_alone_is_not_cached():
     assert cli._cached(prev, "h", "k", f) is None  # 被中断、没来得及单独重评：下次再评（以前：缓存的 0 分）
     assert cli._cached({**prev, "graded_alone": True}, "h", "k", f) is not None
     assert cli._cached({**prev, "status": status.GRADED}, "h", "k", f) is not None
+    for broken in (status.CRASHED, status.GRADER_ERROR):  # 以前：评分环境的错修好之后，缓存里全班的“崩溃”照样用
+        assert cli._cached({**prev, "status": broken, "graded_alone": True}, "h", "k", f) is None
 
 
 def test_partial_parameter_cells_do_not_hide_a_wrong_key():
@@ -989,3 +991,111 @@ def test_one_withdrawn_students_notebook_copied_around_is_one_piece_of_evidence(
         (own / f"x{k}.ipynb").write_text(json.dumps(copy), encoding="utf-8")
     args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(three), "--secret-file", str(secret))
     assert sorted({f.roster_id for f in found.found}) == ["s000", "s001", "s002"]
+
+
+def _unsigned(nb: dict) -> dict:
+    nb = json.loads(json.dumps(nb))
+    nb["metadata"].pop("shardlab", None)
+    return nb
+
+
+def test_a_student_displaced_by_planted_folders_is_held_not_graded_zero(tmp_path):
+    """以前：5 个起名 a_s001/…e_s001/ 的文件夹（或一个 s001/ 文件夹里 5 份）排在 s001 自己散放的（没有签名的）文件前面，
+    占满名额，他按别人放的文件得 0 分，canvas.csv 里照样是 0。现在他的成绩标为待核对，canvas.csv 里不给分"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
+    real = json.loads((own / "s001" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    shutil.rmtree(own / "s001")
+    (own / "s001.ipynb").write_text(json.dumps(_unsigned(real)), encoding="utf-8")
+    for k, name in enumerate("abcde"):
+        (own / f"{name}_s001").mkdir()
+        (own / f"{name}_s001" / "x.ipynb").write_text(json.dumps(_answered(k)), encoding="utf-8")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    mine = [f for f in found.found if f.roster_id == "s001"]
+    assert (
+        len(mine) == 5 and all(f.over_cap for f in mine) and not any(f.over_cap for f in found.found if f not in mine)
+    )
+    assert any("s001（6 个，没评 1 个）" in n and "待核对" in n for n in args.roster_notes)
+    results = [{"student": "s001", "roster_id": "s001", "points": 0.0, "problems": [], "counted": True, "file": "a"}]
+    _, table = outputs.rows(results, roster.read(roster_path), 5, held={"s001"})
+    row = next(r for r in table if r["id"] == "s001")
+    assert row["status"] == outputs.HELD and outputs.canvas_csv(table, "c").splitlines()[-1].endswith(",")
+
+
+def test_forged_claims_are_dropped_before_they_take_a_students_places(tmp_path):
+    """以前先数上限、后扔伪造的：5 份写着 s001、签名是伪造的散放文件占满名额，s001 自己的文件没评，伪造的随后又被扔掉，
+    他成了“没有提交”"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
+    real = json.loads((own / "s001" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    shutil.rmtree(own / "s001")
+    (own / "s001.ipynb").write_text(json.dumps(_unsigned(real)), encoding="utf-8")
+    for k in range(5):
+        forged = _answered(k)
+        forged["metadata"]["shardlab"] = {"student": "s001", "tag": f"forged{k}", "assignment": "ch05"}
+        (own / f"0{k}.ipynb").write_text(json.dumps(forged), encoding="utf-8")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    assert [f.rel for f in found.found if f.roster_id == "s001"] == ["s001.ipynb"]
+    assert not any(f.over_cap for f in found.found)
+    ch06 = json.loads((ROOT / "exercises" / "ch06_exercises.ipynb").read_text(encoding="utf-8"))
+    (own / "S001").mkdir()  # 另一章的笔记本排在这一章的后面（以前：教师文件夹里的 5 份第 6 章笔记本占满名额）
+    for k in range(5):
+        ch06["metadata"]["n"] = k
+        (own / "S001" / f"{k}.ipynb").write_text(json.dumps(ch06), encoding="utf-8")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    assert "s001.ipynb" in [f.rel for f in found.found if f.roster_id == "s001"]
+
+
+def test_a_planted_gradescope_metadata_file_is_not_an_export(tmp_path):
+    """以前：往自己收作业的目录里放 submission_metadata.yml 和 submission_1/，就能把自己的笔记本作为小组提交记到朋友名下"""
+    (tmp_path / "submission_1").mkdir()
+    (tmp_path / "s000.ipynb").write_text("{}", encoding="utf-8")
+    (tmp_path / "submission_metadata.yml").write_text(
+        "submission_1:\n  :submitters:\n  - :sid: alice\n  - :sid: li\n", encoding="utf-8"
+    )
+    assert identify.gradescope_export(tmp_path) is None
+    got = identify.identify(("submission_1", "x.ipynb"), TABLE, "alice", None)
+    assert got.sid is None and "不是原样的导出" in got.reason
+    (tmp_path / "s000.ipynb").unlink()
+    assert identify.gradescope_export(tmp_path)["submission_1"] == [{"sid": "alice"}, {"sid": "li"}]
+
+
+def test_leading_zeros_dropped_by_excel_stop_the_run_even_for_one_student(tmp_path):
+    """以前：4 个 id 里只有 0101 被 Excel 改成 101，他的个人版对不上花名册，成了“没有提交”，退出码 0"""
+    from shardlab.assign import cli as assign_cli
+
+    ids = ["0101", "1102", "1103", "1104"]
+    issued = tmp_path / "issued.csv"
+    issued.write_text("id,name\n" + "".join(f"{i},学生{i}\n" for i in ids), encoding="utf-8")
+    secret = os.urandom(32)
+    (tmp_path / "secret").write_bytes(secret)
+    assign_cli.assign(roster.read(issued), secret, tmp_path / "assigned", ROOT, ("ch05",))
+    subs = tmp_path / "subs"
+    for i in ids:
+        (subs / i).mkdir(parents=True)
+        nb = json.loads((tmp_path / "assigned" / i / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            if "ch05-p1a" in cell.get("metadata", {}).get("tags", []):
+                cell["source"] = "p1a = 1.0"
+        (subs / i / "ch05_exercises.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    excel = tmp_path / "excel.csv"
+    excel.write_text(issued.read_text(encoding="utf-8").replace("0101,", "101,"), encoding="utf-8")
+    extra = ["--chapter", "5", "--roster", str(excel), "--secret-file", str(tmp_path / "secret")]
+    with pytest.raises(cli.UsageError, match="开头是 0 的 id.*'0101'.*'101'"):
+        _prepare(tmp_path, subs, *extra)
+    args, found = _prepare(tmp_path, subs, *extra, "--trust-key")
+    assert any("--trust-key" in n and "0101" in n for n in args.roster_notes) and len(found.found) == 3
+
+
+def test_an_unquoted_glob_keeps_the_student_folders_and_the_output_folder_is_not_scanned(tmp_path):
+    """以前：没加引号的 subs/*/x.ipynb 被 shell 展开成几个文件，路径从整个路径算起，文件夹名认不出学生；
+    输出目录在提交目录里面时，评分器自己写的文件列成一堆“忽略”"""
+    subs = tmp_path / "subs"
+    for sid in ("s000", "s001"):
+        (subs / sid).mkdir(parents=True)
+        (subs / sid / "x.ipynb").write_text("{}", encoding="utf-8")
+    found = folder.scan([str(subs / "s000" / "x.ipynb"), str(subs / "s001" / "x.ipynb")])
+    assert [(f.rel, f.group) for f in found.found] == [("s000/x.ipynb", b"s000"), ("s001/x.ipynb", b"s001")]
+    (subs / "grades" / "results").mkdir(parents=True)
+    (subs / "grades" / "summary.md").write_text("x", encoding="utf-8")
+    (subs / "grades" / "results" / "s000.json").write_text("{}", encoding="utf-8")
+    found = folder.scan([str(subs)], skip=subs / "grades")
+    assert found.ignored == [] and len(found.found) == 2

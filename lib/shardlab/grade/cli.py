@@ -144,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         course, key, orders, mode, found, chapter = prepare(args)
+    except KeyboardInterrupt:
+        print("评分器：收到中断，还没有开始评分：什么也没有写", file=sys.stderr)
+        return 130
     except (CourseError, AnswerKeyError, inject.CourseOrderError, UsageError, roster.RosterError, ValueError,
             variants.VariantError) as exc:  # fmt: skip
         return _fail(str(exc))
@@ -179,7 +182,7 @@ def prepare(args) -> tuple:
         for ch in sorted({a.chapter for a in answers.ANSWERS.values()})
     }
     mode = _sandbox_mode(args.sandbox)
-    found = scan(args.submissions)
+    found = scan(args.submissions, skip=args.out)
     args.roster_notes += found.notes
     _peek_all(found, args.personal.secret if args.personal else None)
     _drop_answer_notebooks(found)
@@ -187,15 +190,8 @@ def prepare(args) -> tuple:
         if not args.book_params:
             _refuse_personal_without_key(found)
     else:
-        _identify(found, args.personal)
+        _identify(found, args.personal, args.trust_key, args.roster_notes)
     _refuse_nothing_to_grade(found)
-    over = per_student.limit(found, args.max_files)
-    if over:
-        args.roster_notes.append(
-            f"{len(over)} 名学生内容不同的文件超过 {args.max_files} 个，多的没有评（列在忽略的文件里）："
-            f"{'、'.join(over[:10])}{'…' if len(over) > 10 else ''}。请核对这些文件是不是他们自己交的；"
-            "要全部评分时加大 --max-files 重评"
-        )
     chapter = _choose_chapter(found.found, args.chapter)
     key = base_key
     if args.personal is not None and chapter is not None:
@@ -205,7 +201,15 @@ def prepare(args) -> tuple:
         )
         for f in found.found:
             f.written_params = _written(assignment, f)
-        _drop_unsigned_claims(found, args.personal.key, assignment)
+        _drop_unsigned_claims(found, args.personal.key, assignment)  # 先扔掉伪造的，再数上限：伪造的不占名额
+    over = per_student.limit(found, args.max_files, chapter)
+    if over:
+        args.roster_notes.append(
+            f"{len(over)} 名学生名下内容不同的文件超过 {args.max_files} 个，多的没有评（列在忽略的文件里），"
+            f"他们的成绩标为“待核对”、canvas.csv 里不给分：{'、'.join(over[:10])}{'…' if len(over) > 10 else ''}。"
+            "请核对这些文件是不是他们自己交的，再加大 --max-files 重评"
+        )
+    if args.personal is not None and chapter is not None:
         problem, notes = personal.reconcile(found.found, args.personal.key, assignment)
         args.roster_notes += notes
         if problem and not args.trust_key:
@@ -393,8 +397,9 @@ def _refuse_nothing_to_grade(found: Scan) -> None:
     )
 
 
-def _identify(found: Scan, who: Personal) -> None:
-    """对上花名册；认不出的移到忽略（附原因）"""
+def _identify(found: Scan, who: Personal, trust_key: bool = False, notes: list[str] | None = None) -> None:
+    """对上花名册；认不出的移到忽略（附原因）。花名册明显不对时停下（trust_key 时只写进 notes）"""
+    notes = notes if notes is not None else []
     table = identify.Roster(who.students)
     exports = {}
     keep = []
@@ -424,6 +429,20 @@ def _identify(found: Scan, who: Personal) -> None:
         if not f.own_signed or table.exact(f.peek.student) is not None:
             continue  # 写着花名册里的 id：花名册没错，只是文件名认不出（学生自己的笔记本起了怪名字）
         evidence.setdefault(roster.normalize(f.peek.student), f)
+    # 一份真的个人版写着 0101，花名册里却只有 101：Excel 去掉了开头的 0（哪怕只有一个学生这样，他也会被当成“没有提交”）
+    zeros = [(f, table.exact(f.peek.student.lstrip("0"))) for f in evidence.values()]
+    zeros = [(f, sid) for f, sid in zeros if sid is not None and f.peek.student.lstrip("0") != f.peek.student]
+    if zeros:
+        examples = "；".join(
+            f"{terminal(f.rel, 60)} 是为 {f.peek.student!r} 生成的，花名册里只有 {sid!r}" for f, sid in zeros[:3]
+        )
+        problem = (
+            f"花名册里的 id 被改过？{len(zeros)} 份用这个密钥生成的个人版写着开头是 0 的 id，花名册里是去掉 0 的 id"
+            f"（{examples}）。Excel 打开再保存 CSV 会去掉开头的 0：请用生成个人版时的那份花名册（或在 Excel 里把 id 列设为文本）。"
+        )
+        if not trust_key:
+            raise UsageError(problem + "什么也没有写。（确认花名册没错时，加 --trust-key 照样评分）")
+        notes.append("加了 --trust-key：" + problem + "这几份没有评。")
     matched = {f.roster_id for f in keep}
     if len(found.found) >= 2 and len(unmatched) > len(found.found) / 2 and len(evidence) > len(matched):
         examples = "；".join(f"{terminal(i['file'], 60)}：{i['reason']}" for i in found.ignored[-len(unmatched) :][:2])
@@ -688,6 +707,8 @@ def _cached(previous: dict | None, sha: str | None, cache_key: str, found: Found
         return None
     if timed_out(previous) and not previous.get("graded_alone"):
         return None  # 与别的提交同时评时超时、还没单独重评过（那次运行被中断了）：再评
+    if previous.get("status") in (st.CRASHED, st.GRADER_ERROR):
+        return None  # 崩溃可能是评分环境的错（以前：环境修好之后照样用缓存里全班的“崩溃”）：再评
     return previous
 
 
@@ -776,7 +797,8 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     meta["interrupted"] = interrupted
     select_counted(list(results.values()))
     _write_gradebook(out, results, meta)
-    _feedback_per_student(out, list(results.values()))
+    held = {f.roster_id or f.sid for f in found if f.over_cap}
+    _feedback_per_student(out, list(results.values()), held)
     ignored = [(i["file"], i["reason"]) for i in meta["ignored"]]
     students = args.personal.students if args.personal else None
     try:
@@ -787,7 +809,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         overview = outputs.write_all(
             out, list(results.values()), students, ctx.chapter, ignored, report.atomic_write,
             args.canvas_column, args.weight_map, evidence, meta.get("roster_notes", []), interrupted,
-            {f.roster_id or f.sid for f in todo if f.sid not in results},
+            {f.roster_id or f.sid for f in todo if f.sid not in results}, held,
         )  # fmt: skip
     except Exception as exc:  # noqa: BLE001  汇总写不出来不影响已经写出的成绩册
         overview = f"评分器：写汇总（grades_wide.csv、canvas.csv、summary.md、ta/）失败：{terminal(exc)}"
@@ -860,20 +882,26 @@ def _set_aside_stale_feedback(out: Path, stems: set[str]) -> int:
     return moved
 
 
-def _feedback_per_student(out: Path, results: list[dict]) -> None:
-    """同一个学生有几份提交时，``feedback/<学生 id>.md`` 是计入成绩的那一份的反馈，并列出别的文件"""
+def _feedback_per_student(out: Path, results: list[dict], held: set[str] = frozenset()) -> None:
+    """同一个学生有几份提交时，``feedback/<学生 id>.md`` 是计入成绩的那一份的反馈，并列出别的文件；
+    held 里的学生（名下的文件超过上限）另外说明成绩待老师核对"""
     groups: dict[str, list[dict]] = {}
     for r in results:
         if r.get("roster_id"):
             groups.setdefault(r["roster_id"], []).append(r)
     for sid, group in groups.items():
         counted = [r for r in group if r.get("counted")]
-        if len(group) < 2 or not counted:
+        if (len(group) < 2 and sid not in held) or not counted:
             continue
         others = "、".join(f"{r['file']}（{r['points']:g} 分）" for r in group if r is not counted[0])
-        note = f"你交了 {len(group)} 个文件：计入成绩的是 {counted[0]['file']}（总分最高），另外的 {others} 也评了"
+        note = f"你名下有 {len(group)} 个文件评了分：计入的是 {counted[0]['file']}（总分最高）" + (
+            f"，另外的 {others} 也评了" if others else ""
+        )
+        notes = [note, *counted[0].get("notes", [])]
+        if sid in held:
+            notes.insert(0, "你名下内容不同的文件超过了上限，有的没有评：这次的成绩待老师核对后再定（不是最终成绩）")
         try:
-            report.write_feedback(out, {**counted[0], "student": sid, "notes": [note, *counted[0].get("notes", [])]})
+            report.write_feedback(out, {**counted[0], "student": sid, "notes": notes})
         except Exception as exc:  # noqa: BLE001
             print(f"评分器：写 {terminal(sid)} 的反馈失败：{terminal(exc)}", file=sys.stderr)
 

@@ -58,6 +58,9 @@ class Found:
     peek: object = None  # inject.Peek：评分之前读出的章、笔记本里写的学生 id、参数单元；读不了时为 None
     sha: str | None = None  # 评分之前读到的内容的 sha256；读不了时为 None
     own_signed: bool = False  # 带着这个密钥为笔记本里写的学生 id 签的参数（一份真的个人版）
+    over_cap: bool = (
+        False  # 这个学生内容不同的文件超过上限，有的没有评（成绩待教师核对，见 shardlab.grade.per_student）
+    )
 
 
 @dataclass
@@ -95,10 +98,17 @@ def show(raw: bytes) -> str:
     return clean(raw.decode("utf-8", "backslashreplace"), 500, newlines=False)
 
 
-def scan(specs: list[str]) -> Scan:
-    """列出要评的提交与被忽略的文件；目录按名字排序，不跟随符号链接"""
+def scan(specs: list[str], skip: Path | None = None) -> Scan:
+    """列出要评的提交与被忽略的文件；目录按名字排序，不跟随符号链接。skip：不看的目录（输出目录在提交目录里面时）
+
+    直接给的几个文件（没加引号的通配符被 shell 展开成的 ``subs/s1/x.ipynb subs/s2/x.ipynb``）从它们共同的上级目录算起，
+    所以 ``s1/``、``s2/`` 照样是学生的文件夹（以前从整个路径算起，文件夹名认不出学生）"""
     result = Scan()
     seen: set[bytes] = set()
+    skipped = os.path.normpath(os.path.abspath(os.fsencode(skip))) if skip is not None else None
+    files = [os.fsencode(s) for s in specs if not any(ch in s for ch in "*?[") and os.path.isfile(s)]
+    parents = {os.path.dirname(os.path.abspath(f)) for f in files}
+    common = os.path.commonpath(list(parents)) if len(parents) > 1 else None  # 都在一个目录里：只看文件名
 
     def add(path: bytes, rel: bytes, group: bytes) -> None:
         real = os.path.normpath(os.path.abspath(path))
@@ -130,7 +140,7 @@ def scan(specs: list[str]) -> Scan:
                     "（submission_metadata.yml）：评的是它里面的提交"
                 )
                 top = inner
-            _walk(top, b"", 1, add, result)
+            _walk(top, b"", 1, add, result, skipped)
         elif any(ch in spec for ch in "*?["):
             base = _static_prefix(top)
             for match in sorted(glob.glob(top)):
@@ -140,7 +150,11 @@ def scan(specs: list[str]) -> Scan:
                     continue
                 add(match, rel, parts[0] if len(parts) > 1 else _stem(parts[-1]))
         else:
-            add(top, top, _stem(os.path.basename(top)))
+            rel = os.path.relpath(os.path.abspath(top), common) if common and top in files else os.path.basename(top)
+            parts = [p for p in rel.split(b"/") if p]
+            if len(parts) != 2:  # 共同的上级目录下不是 <学生>/文件 这样的两层：只看文件名
+                parts = [os.path.basename(top)]
+            add(top, b"/".join(parts), parts[0] if len(parts) == 2 else _stem(parts[0]))
     assign_ids(result.found)
     return result
 
@@ -183,7 +197,9 @@ def _static_prefix(pattern: bytes) -> bytes:
     return b"/".join(fixed) if fixed else (b"/" if pattern.startswith(b"/") else b"")
 
 
-def _walk(root: bytes, rel: bytes, depth: int, add, result: Scan) -> None:
+def _walk(root: bytes, rel: bytes, depth: int, add, result: Scan, skip: bytes | None = None) -> None:
+    if skip is not None and os.path.normpath(os.path.abspath(os.path.join(root, rel) if rel else root)) == skip:
+        return  # 输出目录（在提交目录里面时）：评分器自己写的文件不是提交
     try:
         entries = sorted(os.scandir(os.path.join(root, rel) if rel else root), key=lambda e: e.name)
     except OSError as exc:
@@ -203,7 +219,7 @@ def _walk(root: bytes, rel: bytes, depth: int, add, result: Scan) -> None:
             is_dir = False
         if is_dir and not _is_notebook(name):
             if depth < MAX_DEPTH or (depth < MAX_EXPORT_DEPTH and _in_export(root, sub)):
-                _walk(root, sub, depth + 1, add, result)
+                _walk(root, sub, depth + 1, add, result, skip)
             else:
                 result.ignored.append({"file": show(sub), "reason": "目录太深（只看提交目录下两层）"})
             continue

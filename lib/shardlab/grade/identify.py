@@ -98,12 +98,20 @@ class Roster:
         return keep
 
 
-def gradescope_export(root: Path) -> dict[str, list[dict]]:
-    """Gradescope 导出的 submission_metadata.yml：{文件夹名: [{sid, email, name}, …]}；没有或读不了时为空"""
+def gradescope_export(root: Path) -> dict[str, list[dict]] | None:
+    """Gradescope 导出的 submission_metadata.yml：{文件夹名: [{sid, email, name}, …]}；没有或读不了时为空；
+    提交目录里除了它和 ``submission_<号>/`` 文件夹还有别的东西时为 None：不是原样的导出（以前：往自己收作业的目录里
+    放一份 yml 和一个 submission_1/，就能把自己的笔记本作为“小组提交”记到没交作业的朋友名下）"""
     path = root / "submission_metadata.yml"
     try:
         if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_METADATA_BYTES:
             return {}
+        for entry in os.scandir(root):
+            name = entry.name
+            if name.startswith(".") or name in ("submission_metadata.yml", "__MACOSX"):
+                continue
+            if not (_GRADESCOPE.match(name) and entry.is_dir(follow_symlinks=False)):
+                return None
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return {}
@@ -155,11 +163,17 @@ def _from_lms(name: str, table: Roster) -> Lms | None:
     return None
 
 
-def _from_export(folder: str, export: dict[str, list[dict]], table: Roster) -> Lms | None:
+def _from_export(folder: str, export: dict[str, list[dict]] | None, table: Roster) -> Lms | None:
     """Gradescope 导出的 submission_<号>/ 文件夹：提交者由 submission_metadata.yml 决定；yml 里没有这个文件夹（或根本没有 yml）
     时不评：不退回到学生自己起的文件名"""
     if not _GRADESCOPE.match(folder):
         return None
+    if export is None:
+        return Lms(
+            set(),
+            "",
+            "像 Gradescope 导出的提交文件夹，但提交目录里还有别的文件：不是原样的导出，submission_metadata.yml 不算数",
+        )
     if folder not in export:
         why = "没有列在 submission_metadata.yml 里" if export else "旁边没有 Gradescope 导出的 submission_metadata.yml"
         return Lms(set(), "", f"像 Gradescope 导出的提交文件夹，但{why}：请把整个导出解压到提交目录")
@@ -172,7 +186,7 @@ def _from_export(folder: str, export: dict[str, list[dict]], table: Roster) -> L
 
 
 def identify(
-    rel_parts: tuple[str, ...], table: Roster, embedded: str | None, export: dict[str, list[dict]]
+    rel_parts: tuple[str, ...], table: Roster, embedded: str | None, export: dict[str, list[dict]] | None
 ) -> Identity:
     """rel_parts：相对于提交目录的路径（文件夹, 文件名）或（文件名,）；embedded：笔记本里写的学生 id"""
     name = rel_parts[-1]

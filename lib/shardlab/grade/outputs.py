@@ -111,15 +111,17 @@ def _problem_ids(results: list[dict], chapter: int | None) -> list[str]:
 
 
 NOT_GRADED = "还没有评（评分被中断）"
+HELD = "待核对：名下内容不同的文件超过上限，有的没有评（见 summary.md；核对后加大 --max-files 重评）"
 GROUP = "group"
 
 
 def rows(
-    results: list[dict], roster_students=None, chapter=None, weights=None, pending=frozenset()
+    results: list[dict], roster_students=None, chapter=None, weights=None, pending=frozenset(), held=frozenset()
 ) -> tuple[list[str], list[dict]]:
-    """(题目 id 列表, 每个学生一行)：{'id','name','status','points':{题: 分},'total','max','file'}
+    """(题目 id 列表, 每个学生一行)：{'id','name','status','points':{题: 分},'total','max','file','held'}
 
     有花名册时每个学生取计入成绩的那一份（``counted``）；没有时每份提交一行。分数已经按权重算好（结果里的 points）。
+    held：文件超过上限、有的没有评的学生（花名册 id，没有花名册时是提交的 id）：状态写“待核对”，canvas.csv 里不给分。
     """
     weights = weights or {}
     pids = _problem_ids(results, chapter)
@@ -148,8 +150,10 @@ def rows(
         else:
             status, file = st.text(res.get("status", st.GRADED)), res.get("file", "")
         total = float(res["points"]) if res is not None else 0.0
+        if sid in held:
+            status = HELD
         out.append({"id": sid, "name": name, "status": status, "points": points, "total": total, "max": maximum,
-                    "file": file})  # fmt: skip
+                    "file": file, "held": sid in held})  # fmt: skip
     return pids, out
 
 
@@ -165,7 +169,7 @@ def wide_csv(pids: list[str], table: list[dict]) -> str:
 def canvas_csv(table: list[dict], column: str) -> str:
     maximum = table[0]["max"] if table else 0.0
     body = [["    Points Possible", "", "", "", "", float(maximum)]]
-    body += [[r["name"] or r["id"], "", r["id"], "", "", r["total"]] for r in table]
+    body += [[r["name"] or r["id"], "", r["id"], "", "", "" if r.get("held") else r["total"]] for r in table]
     return csv_text(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column], body)
 
 
@@ -342,9 +346,10 @@ def write_all(
     notes=(),
     interrupted=False,
     pending=frozenset(),
+    held=frozenset(),
 ):
     """写出 grades_wide.csv、canvas.csv、summary.md（和有花名册时的 ta/ 三个文件）；write(path, text, mode=None) 是原子写"""
-    pids, table = rows(results, roster_students, chapter, weights, pending)
+    pids, table = rows(results, roster_students, chapter, weights, pending, held)
     if interrupted:  # 没评完：不给能导入的成绩表（以前：没评到的学生在 canvas.csv 里是 0 分、“没有提交”）
         for name in ("grades_wide.csv", "canvas.csv"):
             (out / name).unlink(missing_ok=True)

@@ -9,10 +9,12 @@
 
 0. 签名核实过是他自己的个人版（``Found.own_signed``，笔记本里写的就是他）；
 1. 身份来自教师分好的文件夹或 LMS（``Found.strong``）；
-2. 凭学生自己起的文件名或笔记本里写的 id 认出的。
+2. 凭学生自己起的文件名或笔记本里写的 id 认出的；
+3. 不是这次评的这一章的。
 
-同一级里轮流从每个位置（每个文件夹、顶层）各取一个，位置里按路径：一个文件夹里放再多文件，也挤不掉同一个学生在别处的
-文件。没评的文件列为忽略，超过上限的学生写进给教师的说明：核对之后可以用 ``--max-files`` 加大上限重评。
+同一级里轮流从每个位置（每个文件夹、顶层）各取一个，位置里按路径。能往提交目录里放文件的人仍然可以用足够多的位置
+挤掉一个学生自己的文件，所以超过上限不是悄悄选几份了事：这个学生留下的文件标上 ``over_cap``，成绩表里写“待核对”，
+canvas.csv 里不给分，给教师的说明点名；核对之后用 ``--max-files`` 加大上限重评就全评了。
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ def own(f: Found) -> bool:
     return bool(f.own_signed and f.roster_id and student and roster.normalize(student) == roster.normalize(f.roster_id))
 
 
-def trust(f: Found) -> int:
-    """0 他自己签名的个人版；1 教师的文件夹或 LMS 认出的；2 别的"""
+def trust(f: Found, chapter: int | None = None) -> int:
+    """0 他自己签名的个人版；1 教师的文件夹或 LMS 认出的；2 别的；3 另一章的"""
+    if chapter is not None and getattr(f.peek, "chapter", chapter) != chapter:
+        return 3
     return 0 if own(f) else 1 if f.strong else 2
 
 
@@ -58,7 +62,7 @@ def _interleave(files: list[Found]) -> list[Found]:
     return [f for row in zip_longest(*places.values()) for f in row if f is not None]
 
 
-def limit(found: Scan, cap: int = MAX_FILES) -> list[str]:
+def limit(found: Scan, cap: int = MAX_FILES, chapter: int | None = None) -> list[str]:
     """每个学生只留内容不同的、最多 cap 个文件（见模块说明）；返回文件超过上限的学生（给教师看）"""
     groups: dict[tuple, list[Found]] = {}
     for f in found.found:
@@ -66,7 +70,7 @@ def limit(found: Scan, cap: int = MAX_FILES) -> list[str]:
     keep: set[int] = set()
     over: list[str] = []
     for who, files in groups.items():
-        ordered = [f for level in range(3) for f in _interleave([g for g in files if trust(g) == level])]
+        ordered = [f for level in range(4) for f in _interleave([g for g in files if trust(g, chapter) == level])]
         seen: dict[str, Found] = {}  # 内容的 sha256 → 留下的文件
         dropped = 0
         for f in ordered:
@@ -86,6 +90,8 @@ def limit(found: Scan, cap: int = MAX_FILES) -> list[str]:
                 keep.add(id(f))
         if dropped:
             over.append(f"{label(who)}（{len(seen) + dropped} 个，没评 {dropped} 个）")
+            for f in seen.values():
+                f.over_cap = True
     found.found[:] = [f for f in found.found if id(f) in keep]
     return over
 

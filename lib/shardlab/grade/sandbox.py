@@ -139,6 +139,17 @@ def _python_roots() -> list[str]:
     return sorted(roots)
 
 
+def _python_binds() -> list[tuple[str, str]]:
+    """沙箱里要有的 Python 目录：(真实路径, 沙箱里的路径)。除了真实路径，虚拟环境经符号链接到达时（``~/course`` 是链接、
+    ``.venv`` 是链接）也挂在评分器用的那个路径上：沙箱里运行的是 ``sys.executable``，Python 按它找 ``pyvenv.cfg``"""
+    binds = {(root, root) for root in _python_roots()}
+    for prefix in (sys.prefix, sys.base_prefix):
+        shown, real = os.path.abspath(prefix), os.path.realpath(prefix)
+        if shown != real:
+            binds.add((real, shown))
+    return sorted(binds, key=lambda b: (b[1].count(os.sep), b[1]))
+
+
 class Sandbox:
     """运行 ``pytest --nbval-lax`` 的沙箱；一个实例可以被多个线程同时使用"""
 
@@ -238,7 +249,7 @@ class Sandbox:
                 argv += ["--ro-bind", str(path), str(path)]
         # 先挂私有的 /tmp，再挂只读目录：仓库或虚拟环境本身可能就在 /tmp 下（例如 CI 的克隆），后挂的才不会被盖住
         argv += ["--perms", "1777", "--size", str(lim.tmp_bytes), "--tmpfs", "/tmp"]
-        binds = [(root, root) for root in _python_roots()] + [(str(self.staged), str(PACKAGE))]
+        binds = [*_python_binds(), (str(self.staged), str(PACKAGE))]
         parents = sorted({str(p) for _, dest in binds for p in Path(dest).parents if str(p) not in ("/", "/usr")})
         for parent in parents:  # bwrap 自己建的上级目录是 0700，非特权 uid 进不去
             argv += ["--perms", "0755", "--dir", parent]
@@ -342,21 +353,37 @@ class Sandbox:
         return _parse_output(out.data, out.truncated, err.data, proc.returncode, wall, timed_out)
 
     def probe(self) -> str | None:
-        """uid 模式下，学生的 uid 能不能运行评分要用的 Python（上级目录不能进入时不能）；能时为 None"""
-        if self.mode != "uid":
+        """评分之前在沙箱里试运行评分要用的 Python（与真正评分同一条路：/bin/sh 再启动 Python）：
+        uid 模式下上级目录不能进入时、bwrap 里缺了虚拟环境的路径时都运行不了；能时为 None。
+        以前 bwrap 模式不试：虚拟环境经符号链接到达时每份提交都“崩溃”，全班 0 分，退出码 0"""
+        if self.mode not in ("uid", "bwrap"):
             return None
         uid = self.uid if self.uid is not None else free_uid()
-        # 与真正评分时同一条路：/bin/sh 再启动 Python（直接 exec 与经过 shell 在路径解析上可能不同）
         line = f"{shlex.quote(sys.executable)} -c 'import nbval, shardlab.grade.plugin'"
-        env = {**self._env("/"), "PYTHONPATH": str(self.staged.parent)}
-        try:
-            proc = subprocess.run([*_setpriv(uid), "--", "/bin/sh", "-c", line], env=env, cwd="/",
-                                  capture_output=True, timeout=60)  # fmt: skip
-        except (OSError, subprocess.SubprocessError) as exc:
-            return f"试运行失败：{exc}"
-        reap_uid(uid)
+        with tempfile.TemporaryDirectory(prefix="probe-", dir=self.workdir) as tmp:
+            if self.mode == "uid":
+                argv, cwd = [*_setpriv(uid), "--", "/bin/sh", "-c", line], "/"
+                env = {**self._env("/"), "PYTHONPATH": str(self.staged.parent)}
+            else:
+                empty = Path(tmp) / NOTEBOOK_NAME
+                empty.write_text("{}", encoding="utf-8")
+                Path(tmp).chmod(0o755)
+                argv, cwd = self.command(empty, Path(tmp), uid)
+                argv, env = [*argv[:-1], line], None
+            try:
+                proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, timeout=60)
+            except (OSError, subprocess.SubprocessError) as exc:
+                return f"试运行失败：{exc}"
+            finally:
+                if self.mode == "uid":
+                    reap_uid(uid)
         if proc.returncode != 0:
             tail = proc.stderr.decode("utf-8", "replace").strip()[-300:]
+            if self.mode == "bwrap":
+                return (
+                    f"沙箱（bubblewrap）里运行不了 {sys.executable}（{tail}）：评分器要用的 Python 与虚拟环境在沙箱里找不到。"
+                    "什么也没有评"
+                )
             return (
                 f"非特权 uid {uid} 运行不了 {sys.executable}（{tail}）：Python、虚拟环境和它们的上级目录"
                 "要让所有人都能进入（o+x）、能读（o+r）"
