@@ -159,3 +159,33 @@ def test_chapter_nits():
     assert "ch05-inf-cross-v" in CH05 and "ch05-inf-cross-b" in CH05 and "$V = b\\times D\\times 2$" in CH05
     assert "{glue:text}`ch05-n7-w-plus-g`" in CH05
     assert "1 GB（大 N 极限）" not in CH05 and "1 GB（(N−1)/N → 1）" in CH05
+
+
+def test_sharp_480_is_compared_like_with_like():
+    """480 GB/s 读作 busbw 时与 busbw 比（450 与 787.5），读作 algbw 时与 algbw 比（450）；不拿 busbw 去比 algbw 的上限"""
+    sec = _between(CH05, "原书开着 SHARP 测到约 480 GB/s", "NVLS。")
+    assert "折成总线带宽要再乘" not in sec
+    for key in ("ring-busbw", "busbw", "algbw", "book-as-busbw", "book-as-algbw", "gain"):
+        assert "{glue:text}`ch05-sharp480-" + key + "`" in sec
+    sol = _between(SOL05, "原书开着 SHARP 测到约 480 GB/s", "）。")
+    assert "{glue:text}`ch05-sol-sharp-as-busbw`" in sol and "{glue:text}`ch05-sol-sharp-busbw`" in sol
+    # 独立地算：8 卡 AllReduce 的 busbw = 1.75 × algbw；SHARP 的 algbw 上限 450 GB/s，即 busbw 787.5 GB/s
+    assert 450e9 < 480e9 < 1.75 * 450e9 < 1.75 * 480e9
+
+
+def test_small_wording_fixes():
+    assert "总流量只有 AllGather 的一半" not in CH05  # 说的是每条链路的负载
+    assert "在 8 个和 16 个设备的环上" in CH05  # 表里有 N = 8 与 16
+    assert "lengths = [2," not in CH05  # 长度 2 的“环”两条链路连着同一对设备
+    assert "{glue:text}`ch05-m5-lat`" in CH05 and "1.04 ms" in CH05  # 1.05 ms 含 LL 的延迟项，原书的 1.04 ms 不含
+    assert "原书给出的公式是它在轴很长时的极限" not in CH05  # 大 N 极限是本课程的读法，不是原书的话
+    for text in (_between(CH05, "**P5：", "练习："), _between(SOL05, "## 问题 5", "```{code-cell}")):
+        assert "LL128" in text and "Simple" in text  # 每步 1 µs 的下限只用于 LL、LL128
+    assert "{glue:text}`ch05-sol-p1c-4`" in SOL05  # 原书的 11.6 µs 与我们打印的 11.7 µs 是同一个 11.65 µs
+
+
+def test_p3_and_p6_answers_are_not_in_the_body():
+    """正文不再给出习题 P3 的逐链路推导；P6 另问训练状态的字节数，正文没有这组数"""
+    assert "推导：单向环 1/2，双向环 1/4" not in CH05
+    p6 = _between(CH05, "**P6：", "练习：")
+    assert "哪一个更大？哪一个更省内存？" not in p6 and "16 字节" in p6 and "64 张 H100" in p6

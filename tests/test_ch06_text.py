@@ -142,5 +142,21 @@ def test_nvlink_domain_premise_and_small_fixes():
 
 def test_solutions_small_fixes():
     assert "它搬的是 AllToAll 的一小部分加上整个输出" not in SOLUTIONS
-    assert "AllReduce_X(C) 规约的是 Z" in SOLUTIONS
+    assert "AllReduce_X(C) 规约的是 Out" in SOLUTIONS
+    p4 = SOLUTIONS.split("## 问题 4", 1)[1].split("## 问题 5", 1)[0]
+    assert "X[B, D]" not in p4 and "Y[D_X, F]" not in p4  # 乘数不用与网格轴同名的 X、Y、Z
     assert "原书的 (1)、(2) 都对应下面的做法 2" in SOLUTIONS
+
+
+def test_review_fixes():
+    assert "选择不随形状变化" not in CHAPTER  # Case 4 的表里 XLA 的选择随形状变
+    assert "如 NVL72 机柜" not in CHAPTER and "ch06-mlp-nmax-gb200" in CHAPTER  # NVL72 是 GB200，按它的常数算
+    assert "Case 3 / Case 1" not in CHAPTER  # 解码那一行：列并行 Case 1 + 行并行 Case 3
+    assert "ch06-q8-lat" in CHAPTER and "ch06-mlp-ar-lat" in CHAPTER  # 276 µs 含 LL 协议的延迟项
+    assert "fmt_bw(bus_h, 4)" in CHAPTER  # 370.8 GB/s：读者照印出的带宽算门槛，得到同一个 16,003
+    assert "ch06-q2-t" not in exercise(8)  # 280 µs 的一半就是答案
+    assert "原书大 $N$ 极限" not in exercise(2) and "原书的大 N 极限" not in SOLUTIONS
+    assert "习题 4 把两个乘数记作 $X$、$Y$" not in CHAPTER and r"\text{In}[B, D] \cdot_D W[D_X, F]" in exercise(4)
+    p10 = SOLUTIONS.split("## 问题 10", 1)[1]
+    assert "（模型 0.25）" not in p10 and "ch06-sol-p10-bw" in p10
+    assert "ch06-sol-p2c-4" in SOLUTIONS

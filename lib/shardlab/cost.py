@@ -566,7 +566,8 @@ def _resolve_axes(axes, mesh: Mapping[str, int] | None) -> list[tuple[str, int]]
     return pairs
 
 
-NCCL_NET_OVERHEAD = 1e-6  # s，跨节点时每步至少这么久（tuning.cc getNetOverhead，x86 Intel 的默认值）
+NCCL_NET_OVERHEAD = 1e-6  # s，跨节点时每步至少这么久（tuning.cc getNetOverhead，x86 Intel 的默认值；LL、LL128 协议）
+NCCL_NET_OVERHEAD_SIMPLE = 3 * NCCL_NET_OVERHEAD  # s，Simple 协议的同一个下限（tuning.cc 里 netOverhead *= 3）
 
 
 def _nccl_steps(collective: str, n: int, gpus_per_node: int) -> tuple[int, int]:
@@ -589,7 +590,7 @@ def gpu_ring_latency(collective: str, n: int, gpus_per_node: int, chip: hardware
     三种协议里延迟最小的），不是测量值；跨节点时每步 NVLink 开销至少 NCCL_NET_OVERHEAD。
     estimate 把它加在按 NVLink 额定带宽算的带宽项上：T = 延迟项 + 带宽项。这个和比 NCCL 模型里
     任何一种协议的环形时间都小（LL 的延迟最小，额定带宽最大），所以是环形算法（SHARP / NVLS 关闭）的下包络
-    （lower envelope）。交换机内规约（NVLS）不受它约束：书中开着 SHARP 测到约 480 GB/s 的“有效集合通信带宽”，高于额定的 450。
+    （lower envelope）。交换机内规约（NVLS）不受它约束：书中开着 SHARP 测到约 480 GB/s 的“有效集合通信带宽”（按总线带宽计），高于环形算法的总线带宽上限 450 GB/s。
     step_latency 可替换每步 NVLink 的开销。
     """
     n = _size(n)

@@ -235,7 +235,7 @@ def case2_comm_ratio(i: int, j: int, k: int) -> float:
 
 
 def strategy_comm_ratio(b: int, d: int, f: int) -> float:
-    """ch06 P4：策略 2（本地乘 + AllReduce Z[B, F]）与策略 1（AllGather Y[D, F]）的通信时间之比 = 2B/D"""
+    """ch06 P4：策略 2（本地乘 + AllReduce Out[B, F]）与策略 1（AllGather W[D, F]）的通信时间之比 = 2B/D"""
     return 2.0 * bytes_of((b, f)) / bytes_of((d, f))
 
 
@@ -648,7 +648,7 @@ P4_FN_SLIPS = (
     inverse("策略 2 的通信时间 / 策略 1 的通信时间"),
     Slip(
         None,
-        "策略 2 规约的是部分和 Z[B, F]，不是输入 X[B, D]",
+        "策略 2 规约的是部分和 Out[B, F]，不是输入 In[B, D]",
         alt=lambda right, a: None if _args3(a) is None else 2.0 * a[0] / a[2],
     ),
 )
