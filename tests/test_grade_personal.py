@@ -1060,14 +1060,14 @@ def test_a_planted_gradescope_metadata_file_is_not_an_export(tmp_path):
 
 def test_leading_zeros_dropped_by_excel_stop_the_run_even_for_one_student(tmp_path):
     """以前：4 个 id 里只有 0101 被 Excel 改成 101，他的个人版对不上花名册，成了“没有提交”，退出码 0"""
-    from shardlab.assign import cli as assign_cli
+    import shardlab.assign.cli
 
     ids = ["0101", "1102", "1103", "1104"]
     issued = tmp_path / "issued.csv"
     issued.write_text("id,name\n" + "".join(f"{i},学生{i}\n" for i in ids), encoding="utf-8")
     secret = os.urandom(32)
     (tmp_path / "secret").write_bytes(secret)
-    assign_cli.assign(roster.read(issued), secret, tmp_path / "assigned", ROOT, ("ch05",))
+    shardlab.assign.cli.assign(roster.read(issued), secret, tmp_path / "assigned", ROOT, ("ch05",))
     subs = tmp_path / "subs"
     for i in ids:
         (subs / i).mkdir(parents=True)
@@ -1099,3 +1099,40 @@ def test_an_unquoted_glob_keeps_the_student_folders_and_the_output_folder_is_not
     (subs / "grades" / "results" / "s000.json").write_text("{}", encoding="utf-8")
     found = folder.scan([str(subs)], skip=subs / "grades")
     assert found.ignored == [] and len(found.found) == 2
+
+
+def test_group_membership_is_part_of_the_cache_and_members_get_feedback(tmp_path):
+    """以前：重新导出 Gradescope 后退出小组的人还拿着缓存里小组的分；小组里没有自己文件的组员没有反馈文件"""
+    f = folder.Found(Path("x.ipynb"), "submission_1/x.ipynb", b"submission_1/x.ipynb", b"submission_1", "alice")
+    f.roster_id, f.members = "alice", ["alice", "li"]
+    prev = {"cache_key": "k", "sha256": "h", "roster_id": "alice", "file": f.rel, "status": status.GRADED,
+            "group": ["alice", "li"]}  # fmt: skip
+    assert cli._cached(prev, "h", "k", f) is not None
+    f.members = ["alice"]
+    assert cli._cached(prev, "h", "k", f) is None
+    res = {**prev, "student": "alice", "counted": True, "points": 3.0, "max_points": 3.0, "problems": [],
+           "errors": [], "notes": [], "chapter": 5}  # fmt: skip
+    cli._feedback_per_student(tmp_path, [res])
+    assert "按 alice 交的笔记本评分" in (tmp_path / "feedback" / "li.md").read_text(encoding="utf-8")
+
+
+def test_a_group_notebook_without_an_embedded_id_is_graded_as_the_first_member(tmp_path):
+    """以前：小组提交的笔记本里没有写学生 id 时“不猜”，两位组员都是“没有提交”（Gradescope 容器里按第一位评）"""
+    export = {"submission_1": [{"sid": "li"}, {"sid": "alice"}]}
+    got = identify.identify(("submission_1", "x.ipynb"), TABLE, None, export)
+    assert got.sid == "li" and got.group == ["alice", "li"] and got.strong and "请助教核对" in got.notes[0]
+
+
+def test_an_unquoted_glob_over_student_folders_keeps_the_folder_names(tmp_path):
+    """以前：shardlab-grade subs/*（shell 展开成几个文件夹）把每个文件夹当成提交目录，文件夹名不再认人"""
+    for sid in ("s000", "s001"):
+        (tmp_path / sid).mkdir()
+        (tmp_path / sid / "ch05_exercises.ipynb").write_text("{}", encoding="utf-8")
+    found = folder.scan([str(tmp_path / "s000"), str(tmp_path / "s001")])
+    assert [(f.rel, f.group) for f in found.found] == [
+        ("s000/ch05_exercises.ipynb", b"s000"),
+        ("s001/ch05_exercises.ipynb", b"s001"),
+    ]
+    assert "shell 展开" in found.notes[0]
+    (tmp_path / "s001" / "inner").mkdir()  # 含子文件夹：是提交目录，不是学生的文件夹
+    assert not folder.scan([str(tmp_path / "s000"), str(tmp_path / "s001")]).notes

@@ -337,3 +337,25 @@ def test_dry_run_names_a_wrong_chapter_or_roster_instead_of_a_wrong_key(built, t
                             str(other), "--course", str(ROOT)]) == 0  # fmt: skip
     assert cli.main(["gradescope-dry-run", str(wrong), str(nb), "--sid", "s001"]) == 1  # 以前：退出码 0
     assert "不在 zip 的花名册里" in capsys.readouterr().err
+
+
+def test_dry_run_keep_wants_a_new_folder(tmp_path):
+    """以前：--keep 沿用上一次留下的笔记本（评的是上一次的空白笔记本），还把教师给的目录改成 0755"""
+    nb = tmp_path / "x.ipynb"
+    nb.write_text("{}", encoding="utf-8")
+    kept = tmp_path / "admin"
+    kept.mkdir(mode=0o700)
+    with pytest.raises(gradescope.GradescopeError, match="已经存在"):
+        gradescope.dry_run(tmp_path / "missing.zip", [nb], [{"sid": "s1"}], keep=kept)
+    assert kept.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.slow
+def test_dry_run_warns_when_the_notebook_belongs_to_another_sid(built):
+    """以前：--sid 打错（s001 的笔记本写成 --sid s000）只在结果里有一句说明，退出码 0"""
+    _, zip_path, _, own, _ = built
+    nb = own / "s001" / "ch05_exercises.ipynb"
+    assert any(
+        "是发给 s001 的个人版，--sid 给的是 s000" in w for w in gradescope.signature_warnings(zip_path, [nb], ["s000"])
+    )
+    assert gradescope.signature_warnings(zip_path, [nb], ["s001"]) == []

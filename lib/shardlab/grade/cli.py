@@ -705,6 +705,8 @@ def _cached(previous: dict | None, sha: str | None, cache_key: str, found: Found
         return None
     if previous.get("roster_id") != found.roster_id or previous.get("file") != found.rel:
         return None
+    if sorted(previous.get("group", [])) != sorted(found.members):
+        return None  # 小组的组员变了（重新导出了 Gradescope）：以前照样用缓存，退出小组的人还拿着小组的分
     if timed_out(previous) and not previous.get("graded_alone"):
         return None  # 与别的提交同时评时超时、还没单独重评过（那次运行被中断了）：再评
     if previous.get("status") in (st.CRASHED, st.GRADER_ERROR):
@@ -904,6 +906,18 @@ def _feedback_per_student(out: Path, results: list[dict], held: set[str] = froze
             report.write_feedback(out, {**counted[0], "student": sid, "notes": notes})
         except Exception as exc:  # noqa: BLE001
             print(f"评分器：写 {terminal(sid)} 的反馈失败：{terminal(exc)}", file=sys.stderr)
+    # 小组提交里自己没有文件的组员：拿同一份成绩，也拿同一份反馈（以前他们没有反馈文件）
+    for r in results:
+        if not r.get("counted"):
+            continue
+        for member in r.get("group", []):
+            if member in groups:
+                continue
+            note = f"小组提交：按 {r.get('roster_id')} 交的笔记本评分，组员拿同一份成绩"
+            try:
+                report.write_feedback(out, {**r, "student": member, "notes": [note, *r.get("notes", [])]})
+            except Exception as exc:  # noqa: BLE001
+                print(f"评分器：写 {terminal(member)} 的反馈失败：{terminal(exc)}", file=sys.stderr)
 
 
 def _write_gradebook(out: Path, results: dict[str, dict], meta: dict) -> None:

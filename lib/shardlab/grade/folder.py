@@ -109,6 +109,12 @@ def scan(specs: list[str], skip: Path | None = None) -> Scan:
     files = [os.fsencode(s) for s in specs if not any(ch in s for ch in "*?[") and os.path.isfile(s)]
     parents = {os.path.dirname(os.path.abspath(f)) for f in files}
     common = os.path.commonpath(list(parents)) if len(parents) > 1 else None  # 都在一个目录里：只看文件名
+    folders = _student_folders([os.fsencode(s) for s in specs])
+    if folders:
+        result.notes.append(
+            f"给了 {len(folders)} 个同级的文件夹，里面只有文件（多半是没加引号的通配符 subs/* 被 shell 展开了）："
+            "每个文件夹算一个学生的文件夹，按文件夹名认人"
+        )
 
     def add(path: bytes, rel: bytes, group: bytes) -> None:
         real = os.path.normpath(os.path.abspath(path))
@@ -140,7 +146,11 @@ def scan(specs: list[str], skip: Path | None = None) -> Scan:
                     "（submission_metadata.yml）：评的是它里面的提交"
                 )
                 top = inner
-            _walk(top, b"", 1, add, result, skipped)
+            if top in folders:  # 学生的文件夹：路径从它的上级算起，文件夹名就是学生
+                _walk(os.path.dirname(os.path.abspath(top)), os.path.basename(os.path.abspath(top)), 2, add, result,
+                      skipped)  # fmt: skip
+            else:
+                _walk(top, b"", 1, add, result, skipped)
         elif any(ch in spec for ch in "*?["):
             base = _static_prefix(top)
             for match in sorted(glob.glob(top)):
@@ -157,6 +167,22 @@ def scan(specs: list[str], skip: Path | None = None) -> Scan:
             add(top, b"/".join(parts), parts[0] if len(parts) == 2 else _stem(parts[0]))
     assign_ids(result.found)
     return result
+
+
+def _student_folders(specs: list[bytes]) -> set[bytes]:
+    """几个同级的目录参数，每个里面只有文件、没有子文件夹（``subs/*`` 被 shell 展开成的样子）：它们是学生的文件夹。
+    有一个不是这样（含子文件夹、是 Gradescope 导出、不同级）就都按提交目录看"""
+    dirs = [s for s in specs if os.path.isdir(s) and not os.path.islink(s)]
+    if len(dirs) < 2 or len(dirs) != len(specs) or len({os.path.dirname(os.path.abspath(d)) for d in dirs}) != 1:
+        return set()
+    for d in dirs:
+        try:
+            entries = [e for e in os.scandir(d) if not (e.name.startswith(b".") or e.name == b"__MACOSX")]
+        except OSError:
+            return set()
+        if any(e.is_dir(follow_symlinks=False) for e in entries) or any(e.name == EXPORT_METADATA for e in entries):
+            return set()
+    return set(dirs)
 
 
 EXPORT_METADATA = b"submission_metadata.yml"

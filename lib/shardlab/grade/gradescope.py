@@ -426,6 +426,10 @@ def dry_run(zip_path: Path, notebooks: list[Path], users: list[dict], keep: Path
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:  # Gradescope 的提交里一个名字只有一个文件：后一个会悄悄盖掉前一个
         raise GradescopeError(f"几个笔记本同名（{'、'.join(twice)}）：一次试运行每个名字只能给一个，请改名或分几次试")
+    if keep is not None and os.path.lexists(keep):  # 以前：沿用上一次留下的笔记本，还把教师给的目录改成 0755
+        raise GradescopeError(
+            f"--keep 的目录 {keep} 已经存在：试运行要一个新的目录（它会建出来），请换一个名字或先删掉它"
+        )
     root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="autograder-"))
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -481,6 +485,11 @@ def signature_warnings(zip_path: Path, notebooks: list[Path], sids: list[str]) -
         if peek.student and sid is None:
             out.append(
                 f"{Path(nb).name} 是发给 {peek.student} 的个人版，但这个学号不在 zip 的花名册里：生成 zip 用的 --roster 对吗？"
+            )
+            continue
+        if sid is not None and sid not in wanted:  # 以前只是结果里的一句说明，退出码 0
+            out.append(
+                f"{Path(nb).name} 是发给 {sid} 的个人版，--sid 给的是 {'、'.join(sids)}：按 --sid 的参数评，分数不是这份笔记本该得的"
             )
             continue
         if not peek.tag or sid is None or sid not in wanted:

@@ -136,6 +136,7 @@ class Lms:
     candidates: set[str]
     how: str
     reason: str = ""  # 认不出时的原因
+    order: list[str] = field(default_factory=list)  # Gradescope 导出：提交者在 yml 里的次序
 
 
 def _from_lms(name: str, table: Roster) -> Lms | None:
@@ -178,10 +179,10 @@ def _from_export(folder: str, export: dict[str, list[dict]] | None, table: Roste
         why = "没有列在 submission_metadata.yml 里" if export else "旁边没有 Gradescope 导出的 submission_metadata.yml"
         return Lms(set(), "", f"像 Gradescope 导出的提交文件夹，但{why}：请把整个导出解压到提交目录")
     people = export[folder]
-    found = {table.exact(p.get("sid", "")) or table.by_email.get(p.get("email", "").casefold()) for p in people}
-    found.discard(None)
-    if found:
-        return Lms(found, EXPORT_HOW)
+    ids = (table.exact(p.get("sid", "")) or table.by_email.get(p.get("email", "").casefold()) for p in people)
+    order = list(dict.fromkeys(i for i in ids if i is not None))
+    if order:
+        return Lms(set(order), EXPORT_HOW, order=order)
     return Lms(set(), "", "Gradescope 导出的提交者（学号、邮箱）不在花名册里")
 
 
@@ -224,6 +225,19 @@ def identify(
             emb,
             f"{EXPORT_HOW}（小组：{'、'.join(members)}；笔记本是 {emb} 的）",
             embedded=embedded,
+            group=members,
+            strong=True,
+        )
+    if lms is not None and lms.how == EXPORT_HOW and lms.order:
+        # 笔记本里没有写是哪位组员的（或写的不是组员）：与 Gradescope 容器里一样，按 yml 里的第一位评，告诉助教
+        first, members = lms.order[0], sorted(candidates)
+        return Identity(
+            first,
+            f"{EXPORT_HOW}（小组：{'、'.join(members)}；笔记本里没有写是哪位组员的，按第一位 {first} 的参数评分）",
+            embedded=embedded,
+            notes=[
+                f"小组提交（{'、'.join(members)}）的笔记本里没有写是哪位组员的个人版：按 {first} 的参数评分；请助教核对"
+            ],
             group=members,
             strong=True,
         )
