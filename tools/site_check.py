@@ -610,6 +610,35 @@ async () => {
 """
 
 
+# 比屏幕宽、上面却没有“左右滑动”提示（book/_static/course.js）的表格与代码块
+_WIDE_JS = r"""
+() => Array.from(document.querySelectorAll(
+    "article.bd-article .pst-scrollable-table-container, article.bd-article div.highlight > pre"))
+  .filter(b => b.scrollWidth > b.clientWidth + 2 && b.getBoundingClientRect().height > 0 && !b.closest(".cell"))
+  .map(b => [b, b.matches("pre") ? b.parentNode : b])
+  .filter(([b, a]) => !(a.previousElementSibling && a.previousElementSibling.classList.contains("course-scroll-cue")))
+  .map(([b, a]) => (b.innerText || "").replace(/\s+/g, " ").trim().slice(0, 30))
+"""
+
+# 点手机上看得见的 ☰ 与“本页目录”按钮：侧栏（对话框）要打开
+_NAV_JS = r"""
+async () => {
+  const out = [];
+  for (const [kind, dialog] of [["primary", "pst-primary-sidebar-modal"], ["secondary", "pst-secondary-sidebar-modal"]]) {
+    const button = Array.from(document.querySelectorAll("." + kind + "-toggle"))
+      .find(b => b.getBoundingClientRect().width > 0 && getComputedStyle(b).visibility !== "hidden");
+    const d = document.getElementById(dialog);
+    if (!button || !d) continue;
+    button.click();
+    await new Promise(r => setTimeout(r, 200));
+    if (!d.open) out.push(kind);
+    else d.close();
+  }
+  return out;
+}
+"""
+
+
 def _check_mobile(page, result: PageResult, site: Path, shot: Path | None) -> int:
     """390 px 宽的手机屏幕：图里的字与播放器里的字不小于 MIN_TEXT_PX；返回检查过的图数"""
     from tools import site_pages
@@ -642,6 +671,13 @@ def _check_mobile(page, result: PageResult, site: Path, shot: Path | None) -> in
             " if (f) f.scrollIntoView({block: 'start'}); else window.scrollTo(0, 0); }"
         )
         page.screenshot(path=str(shot))
+    wide = page.evaluate(_WIDE_JS)
+    if wide:
+        result.add("mobile", f"手机上 {len(wide)} 个表格或代码块比屏幕宽，上面没有滑动提示（例如 “{wide[0]}”）")
+    dead = page.evaluate(_NAV_JS)
+    if dead:
+        names = {"primary": "☰（网站目录）", "secondary": "本页目录"}
+        result.add("mobile", "手机上点了 " + "、".join(names[k] for k in dead) + " 按钮，侧栏没有打开")
     return checked
 
 
