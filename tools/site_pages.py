@@ -7,7 +7,8 @@
 - ``long_code_lines``：展开显示的代码单元里超过 88 个字符的行（在手机和窄屏上要横向滚动）；
 - ``caption_problems``：图注与图不符：写了（左）/（右）却只有一列子图、写了（上）/（下）却只有一行，
   或图注说的颜色图里没有用到。图的事实来自 ``shardlab.plots.glue_figure`` 写进 PNG 的 tEXt 块；
-- ``figure_facts``：读出那些事实（子图排列、颜色、最小字号、dpi），浏览器里的手机检查用它算字的 CSS 像素。
+- ``figure_facts``：读出那些事实（子图排列、颜色、最小字号、dpi），浏览器里的手机检查用它算字的 CSS 像素；
+- ``generator_markers``：解答页上显示了练习生成器的标记（``# STUB: ...``、``# BEGIN SOLUTION`` 等）。
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import json
 import re
 from pathlib import Path
 
-from bs4 import BeautifulSoup, CData, NavigableString
+from bs4 import BeautifulSoup, CData, Comment, NavigableString
+
+from tools import make_exercises
 
 CODE_LINE_LIMIT = 88
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -249,6 +252,28 @@ def caption_problems(site: Path, pages: list[str]) -> tuple[list[str], int]:
     return found, checked
 
 
+# ---------- 解答页 ----------
+
+
+def generator_markers(site: Path, pages: list[str]) -> list[str]:
+    """页面上（代码、文字与 HTML 注释里）练习生成器的标记行（tools/make_exercises.py 的 is_marker）"""
+    found = []
+    for page in pages:
+        soup = _soup(Path(site) / f"{page}.html")
+        pres = soup.find_all("pre")
+        lines = [line for pre in pres for line in pre.get_text().splitlines()]  # 代码按行（高亮把一行拆成几段）
+        in_pre = {id(s) for pre in pres for s in pre.find_all(string=True)}
+        lines += [
+            line
+            for s in soup.find_all(string=True)
+            if type(s) is NavigableString and id(s) not in in_pre
+            for line in s.splitlines()
+        ]
+        lines += [f"<!--{c}-->" for c in soup.find_all(string=lambda s: isinstance(s, Comment))]
+        found += [f"{page}: {line.strip()}" for line in lines if make_exercises.is_marker(line)]
+    return found
+
+
 __all__ = [
     "CODE_LINE_LIMIT",
     "auto_section_ids",
@@ -256,6 +281,7 @@ __all__ = [
     "cjk_spaces",
     "colour_words",
     "figure_facts",
+    "generator_markers",
     "long_code_lines",
     "stray_glue_outputs",
 ]
