@@ -6,7 +6,7 @@
 - 每页第一屏截图存到 _build/screenshots/<页面>.png；一页用打印样式生成 PDF（_build/screenshots/print/）；
 - 动画：每个播放器点“播放”后会动；打印时换成逐步图；
 - 读起来：没有只显示 glue 返回值的输出框、中文标点后没有空格、节的锚点不是流水号、展开的代码行不超过 88 个字符、
-  图注的方位词与颜色词与图相符（tools/site_pages.py）。
+  图注的方位词与颜色词与图相符、界面上没有英文提示（tools/site_pages.py）。
 
 搜索与手机（390 px）在 test_site_phone.py：另一个 pytest-xdist 进程里的另一个浏览器，与这里的桌面检查同时进行。
 
@@ -67,7 +67,7 @@ def test_mathjax_is_pinned_and_served_from_the_site():
     assert lock["packages"]["node_modules/mathjax"]["version"] == version
     cfg = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     assert cfg["sphinx"]["config"]["mathjax_path"] == f"mathjax/{site_assets.ENTRY}"
-    assert "site_assets" in cfg["sphinx"]["local_extensions"]
+    assert {"site_assets", "site_ui"} <= set(cfg["sphinx"]["local_extensions"])
     assert "print.css" in cfg["sphinx"]["config"]["html_css_files"]
     assert PAGES[0] == yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
 
@@ -128,6 +128,27 @@ def test_setup_cell_is_collapsed_and_ui_strings_are_chinese(site):
         if page != "book/environment":
             first = re.search(r'<div class="cell[^"]*docutils container"', html)
             assert first and "tag_hide-input" in first.group(0), f"{page} 的第一个代码单元没有折叠"
+
+
+@slow
+def test_site_chrome_is_chinese(site):
+    """页头、侧栏、页脚、提示与折叠块的无障碍标签都是简体中文（tools/site_ui.py 的 VOCAB），每一页包括搜索页"""
+    from tools import site_pages
+
+    pages = site_pages.html_pages(site)
+    assert {"search", "genindex", *PAGES} <= set(pages)
+    problems = site_pages.english_ui(site, pages)
+    assert problems == [], _ok(problems[:40]) + f"\n……共 {len(problems)} 处"
+
+
+@slow
+def test_print_button_says_print_to_pdf_in_simplified_chinese(site):
+    """打印按钮的提示是“打印成 PDF”（sphinx-book-theme 的 zh_CN 译法是“列印成 PDF”）"""
+    for page in NOTEBOOK_PAGES:
+        html = (site / f"{page}.html").read_text(encoding="utf-8")
+        titles = re.findall(r'class="[^"]*btn-download-pdf-button[^"]*"\s+title="([^"]*)"', html)
+        assert titles == ["打印成 PDF"], f"{page} 的打印按钮：{titles}"
+        assert "列印" not in html, page
 
 
 # ---------- Chromium ----------

@@ -105,3 +105,25 @@ def test_captions_are_checked_against_the_figure(tmp_path):
     assert site_pages.colour_words("天蓝色的线和蓝色的线") == [("天蓝", ("sky",)), ("蓝", ("blue", "sky"))]
     facts = site_pages.figure_facts(tmp_path / "_images" / "side.png")
     assert facts["shardlab:layout"] == "1x2" and int(facts["width-px"]) > 700
+
+
+def test_generator_markers_are_reported(tmp_path):
+    code = (
+        '<div class="highlight"><pre><span class="c1"># STUB: p1a = ...  # 时间（秒）</span>\n'
+        '<span class="c1"># BEGIN SOLUTION</span>\n<span class="n">p1a</span> = 1\n'
+        '    <span class="c1"># END SOLUTION</span>\n</pre></div>'
+    )
+    _page(tmp_path, "bad", f"<!-- BEGIN SOLUTION -->\n<h1>解答</h1>\n<!-- EXERCISE: # 练习 -->\n{code}")
+    _page(
+        tmp_path,
+        "good",
+        '<h1>解答</h1><div class="highlight"><pre><span class="n">p1a</span> = 1  # STUB 不算\n</pre></div>',
+    )
+    found = site_pages.generator_markers(tmp_path, ["bad", "good"])
+    assert [m.split(": ", 1)[1] for m in found] == [
+        "# STUB: p1a = ...  # 时间（秒）",
+        "# BEGIN SOLUTION",
+        "# END SOLUTION",
+        "<!-- BEGIN SOLUTION -->",
+        "<!-- EXERCISE: # 练习 -->",
+    ], found

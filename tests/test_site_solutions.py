@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools import make_exercises, site_check  # noqa: E402
+from tools import make_exercises, site_cells, site_check, site_pages  # noqa: E402
 
 SOLUTION_PAGES = [p for p in site_check.toc_pages() if p.startswith("solutions/")]
 EXERCISE_PAGES = [p for p in site_check.toc_pages() if p.startswith("exercises/")]
@@ -128,3 +128,57 @@ def test_solution_markup_folds_every_worked_answer():
                 assert "hide-cell" in tags, f"{where}：解答单元要加 hide-cell 标签"
             elif any(t.startswith(("ch05-p", "ch06-p")) for t in tags):
                 assert "hide-input" in tags, f"{where}：答案单元要加 hide-input 标签"
+
+
+@pytest.mark.slow
+def test_solution_pages_show_no_generator_markers(site):
+    """不需要浏览器：解答页上没有 # STUB、# BEGIN/END SOLUTION、<!-- EXERCISE: --> 这些标记行"""
+    import jupytext
+    from bs4 import BeautifulSoup
+
+    found = site_pages.generator_markers(site, SOLUTION_PAGES)
+    assert found == [], "\n".join(found[:20]) + f"\n……共 {len(found)} 行"
+    for md in make_exercises.solution_sources():  # 解答代码本身一行不少
+        page = f"solutions/{md.stem}"
+        soup = BeautifulSoup((site / f"{page}.html").read_text(encoding="utf-8"), "html.parser")
+        shown = {line.strip() for pre in soup.find_all("pre") for line in pre.get_text().splitlines()}
+        cells = [c.source for c in jupytext.read(md).cells if c.cell_type == "code"]
+        code = [line.strip() for c in cells for line in c.splitlines() if line.strip()]
+        missing = [line for line in code if line not in shown and not make_exercises.is_marker(line)]
+        assert missing == [] and len(code) > 100, (page, missing[:5])
+
+
+def test_marker_lines_are_removed_from_solution_cells_only():
+    """site_cells 删掉代码单元与原始 HTML 里的标记行，解答代码原样留下；练习照旧由带标记的源文件生成"""
+    from docutils import nodes
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from docutils.utils import new_document
+
+    code = "# STUB: p4 = ...  # 比值\n# BEGIN SOLUTION\np4 = 8 * 2  # STUB: 不是标记\n    # END SOLUTION\ncheck(p4)"
+    doc = new_document("<test>", get_default_settings(Parser))
+    cell = nodes.container(nb_element="cell_code")
+    source = nodes.container(nb_element="cell_code_source")
+    source += nodes.literal_block(code, code)
+    cell += source
+    fence = nodes.literal_block("# BEGIN SOLUTION", "# BEGIN SOLUTION")  # Markdown 里的代码块（讲标记的例子）不动
+    doc += [
+        nodes.raw("", "<!-- BEGIN SOLUTION -->\n", format="html"),
+        cell,
+        nodes.raw("", "<!-- END SOLUTION -->\n<!-- EXERCISE: # 练习 -->", format="html"),
+        nodes.raw("", "<b>留下</b>\n<!-- END SOLUTION -->", format="html"),
+        fence,
+    ]
+    assert site_cells.strip_solution_markers(doc) == 4
+    assert doc.next_node(nodes.literal_block).astext() == "p4 = 8 * 2  # STUB: 不是标记\ncheck(p4)"
+    assert [r.astext() for r in doc.findall(nodes.raw)] == ["<b>留下</b>"]
+    assert fence.astext() == "# BEGIN SOLUTION"
+    assert site_cells.strip_solution_markers(doc) == 0
+    # 每个解答单元：去掉标记后的代码 = 源文件去掉标记行；生成的练习仍与 exercises/ 一致
+    import jupytext
+
+    for md in make_exercises.solution_sources():
+        for cell in jupytext.read(md).cells:
+            kept = [line for line in cell.source.splitlines() if not make_exercises.is_marker(line)]
+            assert make_exercises.without_markers(cell.source) == "\n".join(kept).strip("\n")
+        assert make_exercises.render(md) == make_exercises.exercise_path(md).read_text(encoding="utf-8")

@@ -10,6 +10,8 @@
 - 答案单元在网站上折叠解答的标签（``hide-input``、``hide-cell``）在练习里去掉；自检单元（``check(...)``）加上
   ``remove-output``：网站上的练习页不显示一排“未作答”，笔记本里照常显示。
 
+网站上的解答页不显示这些标记行（``without_markers``，由 tools/site_cells.py 在构建时删掉）。
+
 用法：
     python tools/make_exercises.py           # 重新生成 exercises/ 并同步配对的 .ipynb
     python tools/make_exercises.py --check   # 只比较，不一致时退出码 1
@@ -66,6 +68,17 @@ def _strip_code(source: str, where: str) -> str:
         raise MarkupError(f"{where}：BEGIN SOLUTION 没有对应的 END SOLUTION")
     text = "\n".join(out).strip("\n")
     return text if text.strip() or not removed else "..."
+
+
+def is_marker(line: str) -> bool:
+    """这一行是标记（BEGIN/END SOLUTION、STUB、EXERCISE），不是解答本身"""
+    token = line.strip()
+    return token in (_BEGIN, _END, _MD_BEGIN, _MD_END) or token.startswith(_STUB) or bool(_MD_EXERCISE.match(token))
+
+
+def without_markers(source: str) -> str:
+    """解答在网站上的样子：删掉标记行，解答的代码与文字原样留下（tools/site_cells.py 用）"""
+    return "\n".join(line for line in source.splitlines() if not is_marker(line)).strip("\n")
 
 
 def solution_link(label: str, problem: str) -> str:

@@ -7,7 +7,9 @@
 - ``long_code_lines``：展开显示的代码单元里超过 88 个字符的行（在手机和窄屏上要横向滚动）；
 - ``caption_problems``：图注与图不符：写了（左）/（右）却只有一列子图、写了（上）/（下）却只有一行，
   或图注说的颜色图里没有用到。图的事实来自 ``shardlab.plots.glue_figure`` 写进 PNG 的 tEXt 块；
-- ``figure_facts``：读出那些事实（子图排列、颜色、最小字号、dpi），浏览器里的手机检查用它算字的 CSS 像素。
+- ``figure_facts``：读出那些事实（子图排列、颜色、最小字号、dpi），浏览器里的手机检查用它算字的 CSS 像素；
+- ``english_ui``：界面上没有译成中文的英文提示（表在 ``tools/site_ui.py`` 的 ``VOCAB``）；
+- ``generator_markers``：解答页上显示了练习生成器的标记（``# STUB: ...``、``# BEGIN SOLUTION`` 等）。
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import json
 import re
 from pathlib import Path
 
-from bs4 import BeautifulSoup, CData, NavigableString
+from bs4 import BeautifulSoup, CData, Comment, NavigableString
+
+from tools import make_exercises, site_ui
 
 CODE_LINE_LIMIT = 88
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -249,13 +253,87 @@ def caption_problems(site: Path, pages: list[str]) -> tuple[list[str], int]:
     return found, checked
 
 
+# ---------- 界面文字与解答页 ----------
+
+_NOT_UI_TEXT = "script, style, pre, code, kbd"
+_ENGLISH_WORD = re.compile(r"[A-Za-z]{2,}")
+_HAN = re.compile(f"[{_CJK}]")
+
+
+def html_pages(site: Path) -> list[str]:
+    """网站上的全部页面（不带扩展名），包括搜索页与索引页；_static 等目录里的不算"""
+    site = Path(site)
+    return sorted(
+        str(p.relative_to(site).with_suffix(""))
+        for p in site.rglob("*.html")
+        if not p.relative_to(site).parts[0].startswith("_")
+    )
+
+
+def english_ui(site: Path, pages: list[str]) -> list[str]:
+    """界面上的英文提示：
+
+    - title、aria-label、placeholder、data-bs-title、alt 的值，或正文以外的一段文字，整个是表里的英文；
+    - title、aria-label、placeholder、data-bs-title 的值有英文单词却没有一个汉字（表里还没有的提示）；
+    - ``_static`` 的脚本（MathJax 除外）里带引号的表里的多词英文。
+    """
+    vocab = site_ui.Vocabulary()
+    found = []
+    for page in pages:
+        soup = _soup(Path(site) / f"{page}.html")
+        for tag in soup.find_all(True):
+            for attr in site_ui.UI_ATTRS:
+                value = tag.get(attr)
+                if not isinstance(value, str) or not value.strip():
+                    continue
+                if vocab.translate(value) is not None:
+                    found.append(f'{page}: <{tag.name} {attr}="{value}">')
+                elif attr != "alt" and _ENGLISH_WORD.search(value) and not _HAN.search(value):
+                    found.append(f'{page}: <{tag.name} {attr}="{value}">（不在 tools/site_ui.py 的表里）')
+        # 文字只查正文以外（页头、侧栏、页脚、搜索页）：正文里的英文是作者写的，代码里的 next 是 Python
+        skip = {id(s) for el in soup.select(_NOT_UI_TEXT) for s in el.find_all(string=True)}
+        skip |= {id(s) for el in soup.select("article.bd-article") for s in el.find_all(string=True)}
+        for text in soup.find_all(string=True):
+            if type(text) is NavigableString and id(text) not in skip and vocab.translate(text) is not None:
+                found.append(f"{page}: 文字 “{text.strip()}”")
+    _, scripts = site_ui.site_files(site)
+    for path in scripts:
+        source = path.read_text(encoding="utf-8", errors="replace")
+        for english in site_ui.js_phrases():
+            if f'"{english}"' in source or f"'{english}'" in source:
+                found.append(f"{path.relative_to(site)}: “{english}”")
+    return found
+
+
+def generator_markers(site: Path, pages: list[str]) -> list[str]:
+    """页面上（代码、文字与 HTML 注释里）练习生成器的标记行（tools/make_exercises.py 的 is_marker）"""
+    found = []
+    for page in pages:
+        soup = _soup(Path(site) / f"{page}.html")
+        pres = soup.find_all("pre")
+        lines = [line for pre in pres for line in pre.get_text().splitlines()]  # 代码按行（高亮把一行拆成几段）
+        in_pre = {id(s) for pre in pres for s in pre.find_all(string=True)}
+        lines += [
+            line
+            for s in soup.find_all(string=True)
+            if type(s) is NavigableString and id(s) not in in_pre
+            for line in s.splitlines()
+        ]
+        lines += [f"<!--{c}-->" for c in soup.find_all(string=lambda s: isinstance(s, Comment))]
+        found += [f"{page}: {line.strip()}" for line in lines if make_exercises.is_marker(line)]
+    return found
+
+
 __all__ = [
     "CODE_LINE_LIMIT",
     "auto_section_ids",
     "caption_problems",
     "cjk_spaces",
     "colour_words",
+    "english_ui",
     "figure_facts",
+    "generator_markers",
+    "html_pages",
     "long_code_lines",
     "stray_glue_outputs",
 ]
