@@ -676,7 +676,7 @@ def _check_mobile(page, result: PageResult, site: Path, shot: Path | None) -> in
         result.add("mobile", f"手机上 {len(wide)} 个表格或代码块比屏幕宽，上面没有滑动提示（例如 “{wide[0]}”）")
     dead = page.evaluate(_NAV_JS)
     if dead:
-        names = {"primary": "☰（网站目录）", "secondary": "本页目录"}
+        names = {"primary": "☰（全书目录）", "secondary": "本页目录"}
         result.add("mobile", "手机上点了 " + "、".join(names[k] for k in dead) + " 按钮，侧栏没有打开")
     return checked
 
