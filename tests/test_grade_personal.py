@@ -1083,6 +1083,9 @@ def test_leading_zeros_dropped_by_excel_stop_the_run_even_for_one_student(tmp_pa
         _prepare(tmp_path, subs, *extra)
     args, found = _prepare(tmp_path, subs, *extra, "--trust-key")
     assert any("--trust-key" in n and "0101" in n for n in args.roster_notes) and len(found.found) == 3
+    (subs / "0101").rename(subs / "101")  # 文件夹名对上了 101（像 LMS 的用户号）：以前按 101 的参数评，4/17，rc 0
+    with pytest.raises(cli.UsageError, match="开头是 0 的 id"):
+        _prepare(tmp_path, subs, *extra)
 
 
 def test_an_unquoted_glob_keeps_the_student_folders_and_the_output_folder_is_not_scanned(tmp_path):
@@ -1134,5 +1137,74 @@ def test_an_unquoted_glob_over_student_folders_keeps_the_folder_names(tmp_path):
         ("s001/ch05_exercises.ipynb", b"s001"),
     ]
     assert "shell 展开" in found.notes[0]
-    (tmp_path / "s001" / "inner").mkdir()  # 含子文件夹：是提交目录，不是学生的文件夹
+    (tmp_path / "s001" / "submission_metadata.yml").write_text("{}", encoding="utf-8")  # Gradescope 导出：是提交目录
     assert not folder.scan([str(tmp_path / "s000"), str(tmp_path / "s001")]).notes
+
+
+@pytest.mark.slow
+def test_a_kernel_that_cannot_start_is_a_crash_and_withholds_the_grade_files(tmp_path, capsys):
+    """以前：--memory-mb 太小、内核起不来时每道题都判“没有导出”，全班 0 分，退出码 0，canvas.csv 可以导入，重跑照样用缓存"""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for sid in ("a", "b"):
+        (subs / f"{sid}.ipynb").write_text(json.dumps(_answered()), encoding="utf-8")
+    argv = [str(subs), "--out", str(tmp_path / "o"), "--course", str(ROOT), "--sandbox", "rlimit", "--chapter", "5",
+            "--no-progress", "--memory-mb", "200"]  # fmt: skip
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "都崩溃了" in err and not (tmp_path / "o" / "canvas.csv").exists()
+    res = json.loads((tmp_path / "o" / "results" / "a.json").read_text(encoding="utf-8"))
+    assert res["status"] == status.CRASHED and "内核没有启动" in res["message"]
+
+
+def test_submission_arguments_that_cannot_be_right_are_refused(tmp_path):
+    """以前：--out 写成了提交目录（全班 0 分，rc 0）；路径不存在只是一条英文的“忽略”；没加引号的 export/* 拆开了 Gradescope 导出"""
+    subs = tmp_path / "subs"
+    (subs / "submission_1").mkdir(parents=True)
+    (subs / "submission_metadata.yml").write_text("submission_1: {}\n", encoding="utf-8")
+    for argv, match in (
+        ([str(subs), "--out", str(subs)], "--out 与提交目录是同一个目录"),
+        ([str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")], "不存在"),
+        (
+            [str(subs / "submission_1"), str(subs / "submission_metadata.yml"), "--out", str(tmp_path / "o")],
+            "export/\\*",
+        ),
+        ([str(tmp_path / "o2"), "--out", str(tmp_path / "o")], "不存在"),
+    ):
+        args = cli.build_parser().parse_args([*argv, "--course", str(ROOT), "--sandbox", "rlimit", "--chapter", "5"])
+        with pytest.raises(cli.UsageError, match=match):
+            cli.prepare(args)
+    (tmp_path / "empty").mkdir()
+    args = cli.build_parser().parse_args([str(tmp_path / "empty"), "--out", str(tmp_path / "o"), "--course", str(ROOT),
+                                          "--sandbox", "rlimit", "--chapter", "5"])  # fmt: skip
+    with pytest.raises(cli.UsageError, match="没有找到任何 .ipynb"):
+        cli.prepare(args)
+
+
+def test_feedback_of_a_former_group_member_is_set_aside(tmp_path):
+    """以前：重新导出后 li 不在小组里了，成绩变成 0，feedback/li.md 却还是上次的 17/17"""
+    (tmp_path / "feedback").mkdir()
+    for name in ("alice", "li", "bob~1234abcd"):
+        (tmp_path / "feedback" / f"{name}.md").write_text("x", encoding="utf-8")
+    results = [{"student": "alice", "roster_id": "alice", "counted": True, "group": ["alice"]},
+               {"student": "bob~1234abcd", "roster_id": "bob", "counted": True}]  # fmt: skip
+    assert cli._feedback_not_of_this_run(tmp_path, results) == {"li"}
+    results[0]["group"] = ["alice", "li"]
+    assert cli._feedback_not_of_this_run(tmp_path, results) == set()
+
+
+def test_one_student_with_a_subfolder_does_not_change_how_sibling_folders_are_read(tmp_path):
+    """以前：没加引号的 subs/* 里只要有一个学生的文件夹带子文件夹，所有文件夹名都不再认人"""
+    for sid in ("s000", "s001", "s002"):
+        (tmp_path / sid).mkdir()
+        (tmp_path / sid / "x.ipynb").write_text("{}", encoding="utf-8")
+    (tmp_path / "s002" / "x.ipynb").unlink()
+    (tmp_path / "s002" / "inner").mkdir()
+    (tmp_path / "s002" / "inner" / "x.ipynb").write_text("{}", encoding="utf-8")
+    found = folder.scan([str(tmp_path / s) for s in ("s000", "s001", "s002")])
+    assert [f.group for f in found.found] == [b"s000", b"s001"] and "目录太深" in found.ignored[0]["reason"]
+    for sid in ("s000", "s001"):  # 几个班级目录：自己不直接装笔记本，里面是学生的子文件夹
+        (tmp_path / sid / "x.ipynb").unlink()
+        (tmp_path / sid / "stu").mkdir()
+        (tmp_path / sid / "stu" / "x.ipynb").write_text("{}", encoding="utf-8")
+    assert not folder.scan([str(tmp_path / s) for s in ("s000", "s001", "s002")]).notes

@@ -182,6 +182,7 @@ def prepare(args) -> tuple:
         for ch in sorted({a.chapter for a in answers.ANSWERS.values()})
     }
     mode = _sandbox_mode(args.sandbox)
+    _check_submission_args(args.submissions, args.out)
     found = scan(args.submissions, skip=args.out)
     args.roster_notes += found.notes
     _peek_all(found, args.personal.secret if args.personal else None)
@@ -224,6 +225,28 @@ def prepare(args) -> tuple:
             _refuse_mostly_blank(found, course, chapter)
     _check_out(args.out.absolute(), chapter)
     return course, key, orders, mode, found, chapter
+
+
+def _check_submission_args(specs: list[str], out: Path) -> None:
+    """提交参数的常见错误：路径不存在；--out 就是提交目录（以前整个目录被当成输出目录跳过，全班 0 分）；
+    没加引号的 export/* 把 Gradescope 导出拆开了（submission_metadata.yml 成了一个参数，小组与文件夹都认不出）"""
+    out_real = os.path.realpath(out)
+    for spec in specs:
+        if any(ch in spec for ch in "*?["):
+            continue
+        if not os.path.lexists(spec):
+            raise UsageError(
+                f"提交目录或文件 {terminal(spec, 200)} 不存在：请检查路径（通配符要加引号）。什么也没有写。"
+            )
+        if os.path.isdir(spec) and os.path.realpath(spec) == out_real:
+            raise UsageError(
+                f"--out 与提交目录是同一个目录（{terminal(spec, 200)}）：请给一个另外的输出目录。什么也没有写。"
+            )
+        if os.path.basename(os.path.normpath(spec)) == "submission_metadata.yml":
+            raise UsageError(
+                "参数里有 submission_metadata.yml：这是 Gradescope 的导出，请给整个导出文件夹（不要写成没加引号的 export/*，"
+                "shell 会把它拆成一个个文件夹），评分器才认得小组和提交者。什么也没有写。"
+            )
 
 
 def _hand_back(out: Path, created: bool) -> None:
@@ -387,9 +410,11 @@ def _refuse_mostly_blank(found: Scan, course: Course, chapter: int) -> None:
 
 
 def _refuse_nothing_to_grade(found: Scan) -> None:
-    """一份能评的提交也没有，却有被忽略的文件：多半是目录给错了（例如 Gradescope 导出多了一层），不写全班 0 分的成绩表"""
-    if found.found or not found.ignored:
+    """一份能评的提交也没有：多半是目录给错了（例如 Gradescope 导出多了一层、给了空目录），不写全班 0 分的成绩表"""
+    if found.found:
         return
+    if not found.ignored:
+        raise UsageError("提交目录里没有找到任何 .ipynb 笔记本：目录给对了吗？（教师指南“收作业”一节）。什么也没有写。")
     examples = "；".join(f"{terminal(i['file'], 60)}：{i['reason']}" for i in found.ignored[:3])
     raise UsageError(
         f"没有一份可以评的提交：{len(found.ignored)} 个文件或文件夹都被忽略了（例如 {examples}）。"
@@ -429,8 +454,10 @@ def _identify(found: Scan, who: Personal, trust_key: bool = False, notes: list[s
         if not f.own_signed or table.exact(f.peek.student) is not None:
             continue  # 写着花名册里的 id：花名册没错，只是文件名认不出（学生自己的笔记本起了怪名字）
         evidence.setdefault(roster.normalize(f.peek.student), f)
-    # 一份真的个人版写着 0101，花名册里却只有 101：Excel 去掉了开头的 0（哪怕只有一个学生这样，他也会被当成“没有提交”）
-    zeros = [(f, table.exact(f.peek.student.lstrip("0"))) for f in evidence.values()]
+    # 一份真的个人版写着 0101，花名册里却只有 101：Excel 去掉了开头的 0（哪怕只有一个学生这样，他也会被当成“没有提交”；
+    # 文件由 LMS 的用户号对上 101 时，以前按 101 的参数评，得分很低）。对上了和没对上的文件都看
+    signed_off_roster = [f for f in found.found if f.own_signed and table.exact(f.peek.student) is None]
+    zeros = [(f, table.exact(f.peek.student.lstrip("0"))) for f in signed_off_roster]
     zeros = [(f, sid) for f, sid in zeros if sid is not None and f.peek.student.lstrip("0") != f.peek.student]
     if zeros:
         examples = "；".join(
@@ -801,6 +828,14 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     _write_gradebook(out, results, meta)
     held = {f.roster_id or f.sid for f in found if f.over_cap}
     _feedback_per_student(out, list(results.values()), held)
+    _set_aside_stale_feedback(out, _feedback_not_of_this_run(out, list(results.values())))
+    broken = [s for s, r in results.items() if r.get("status") in (st.CRASHED, st.GRADER_ERROR)]
+    withheld = None
+    if newly and len(results) >= 2 and len(broken) == len(results):  # 缓存里好的结果也算：只重评了崩溃的那几份时不算
+        withheld = (
+            f"全部 {len(results)} 份都崩溃了（例如 {results[broken[0]].get('message', '')[:120]}）：多半是评分环境的问题，"
+            "不是学生的问题，所以没有写 grades_wide.csv 和 canvas.csv；修好之后再运行会重评这些提交"
+        )
     ignored = [(i["file"], i["reason"]) for i in meta["ignored"]]
     students = args.personal.students if args.personal else None
     try:
@@ -811,7 +846,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         overview = outputs.write_all(
             out, list(results.values()), students, ctx.chapter, ignored, report.atomic_write,
             args.canvas_column, args.weight_map, evidence, meta.get("roster_notes", []), interrupted,
-            {f.roster_id or f.sid for f in todo if f.sid not in results}, held,
+            {f.roster_id or f.sid for f in todo if f.sid not in results}, held, withheld,
         )  # fmt: skip
     except Exception as exc:  # noqa: BLE001  汇总写不出来不影响已经写出的成绩册
         overview = f"评分器：写汇总（grades_wide.csv、canvas.csv、summary.md、ta/）失败：{terminal(exc)}"
@@ -829,6 +864,9 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
             f"它们的 {moved} 份反馈移到了 {STALE}/，免得当成这次的发给学生）",
             file=sys.stderr,
         )
+    if withheld and not interrupted:
+        print(f"评分器：{withheld}", file=sys.stderr)
+        return 1
     if interrupted:
         pending = {f.sid for f in todo if f.sid not in newly}
         moved = _set_aside_stale_feedback(out, pending)  # 上一次的反馈不能当成这次的发出去
@@ -882,6 +920,16 @@ def _set_aside_stale_feedback(out: Path, stems: set[str]) -> int:
             os.replace(path, out / STALE / path.name)
             moved += 1
     return moved
+
+
+def _feedback_not_of_this_run(out: Path, results: list[dict]) -> set[str]:
+    """feedback/ 里不属于这次任何结果的反馈（例如以前是小组的组员、重新导出后不再是）：要移开，免得当成这次的发出去"""
+    valid = {r.get("student") for r in results} | {r.get("roster_id") for r in results}
+    valid |= {m for r in results if r.get("counted") for m in r.get("group", [])}
+    folder = out / "feedback"
+    if not folder.is_dir() or folder.is_symlink():
+        return set()
+    return {p.stem for p in folder.glob("*.md") if p.stem not in valid}
 
 
 def _feedback_per_student(out: Path, results: list[dict], held: set[str] = frozenset()) -> None:

@@ -170,19 +170,22 @@ def scan(specs: list[str], skip: Path | None = None) -> Scan:
 
 
 def _student_folders(specs: list[bytes]) -> set[bytes]:
-    """几个同级的目录参数，每个里面只有文件、没有子文件夹（``subs/*`` 被 shell 展开成的样子）：它们是学生的文件夹。
-    有一个不是这样（含子文件夹、是 Gradescope 导出、不同级）就都按提交目录看"""
+    """几个同级的目录参数（``subs/*`` 被 shell 展开成的样子），其中一多半直接装着笔记本：它们是学生的文件夹。
+    按多数判断，一个学生在自己的文件夹里建个子文件夹改变不了全班的认法；几个班级目录（里面是学生的子文件夹，
+    自己不直接装笔记本）、Gradescope 导出、不同级的目录都按提交目录看"""
     dirs = [s for s in specs if os.path.isdir(s) and not os.path.islink(s)]
     if len(dirs) < 2 or len(dirs) != len(specs) or len({os.path.dirname(os.path.abspath(d)) for d in dirs}) != 1:
         return set()
+    direct = 0
     for d in dirs:
         try:
             entries = [e for e in os.scandir(d) if not (e.name.startswith(b".") or e.name == b"__MACOSX")]
         except OSError:
             return set()
-        if any(e.is_dir(follow_symlinks=False) for e in entries) or any(e.name == EXPORT_METADATA for e in entries):
+        if any(e.name == EXPORT_METADATA for e in entries):
             return set()
-    return set(dirs)
+        direct += any(_is_notebook(e.name) and e.is_file(follow_symlinks=False) for e in entries)
+    return set(dirs) if direct * 2 > len(dirs) else set()
 
 
 EXPORT_METADATA = b"submission_metadata.yml"

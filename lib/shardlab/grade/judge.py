@@ -145,6 +145,14 @@ def whole_submission(res: dict, status: str, detail: str, chapter: int | None, w
     return res
 
 
+_KERNEL_GONE = ("Kernel dead", "Kernel died", "kernel_info")  # nbval 报告内核退出或没有启动的写法
+
+
+def kernel_gone(message: str) -> bool:
+    """单元的失败信息说内核已经退出，或者根本没有启动（以前只认 "Kernel dead"：内核起不来时每道题都判成“没有导出”）"""
+    return any(s in message for s in _KERNEL_GONE)
+
+
 def collect(
     prep: Prepared,
     run: RunResult,
@@ -170,13 +178,13 @@ def collect(
     died_at = -1
     for n, ref in enumerate(prep.cells):
         out = cells.get(n)
-        if out is not None and (out.died or (out.outcome != "passed" and "Kernel dead" in out.message)):
+        if out is not None and (out.died or (out.outcome != "passed" and kernel_gone(out.message))):
             if not state:
                 state = st.KERNEL_DIED
                 died_at = n
         elif out is not None and out.outcome != "passed" and "Timeout of" in out.message and not state:
             state = st.TIMEOUT
-        if ref.kind == "student" and out is not None and out.outcome == "failed" and "Kernel dead" not in out.message:
+        if ref.kind == "student" and out is not None and out.outcome == "failed" and not kernel_gone(out.message):
             summary, tb = short_traceback(out.message)
             if out.died:
                 summary = "内核在这个单元里退出了（sys.exit / os._exit / 杀掉进程）"
@@ -185,6 +193,15 @@ def collect(
         if ref.kind == "export":
             for aid in ref.answer_ids:
                 export_of[aid] = (n, out, state)
+    if (
+        cells
+        and not any(c.outcome == "passed" for c in cells.values())
+        and any(kernel_gone(c.message) for c in cells.values())
+    ):  # 一个单元也没有跑过（评分器自己的设置单元也没有）：内核根本没有启动，是评分环境的问题
+        res["status"] = st.CRASHED
+        res["message"] = (
+            "笔记本的内核没有启动起来（不是提交的问题）：多半是评分环境的问题，例如 --memory-mb 太小；修好之后再运行会重评"
+        )
     if state == st.KERNEL_DIED and not cells[died_at].died:  # 只从下一个单元的 "Kernel dead" 得知
         ref = prep.cells[died_at - 1] if died_at > 0 else None
         res["errors"].append(
@@ -236,7 +253,7 @@ def _why_no_export(out: CellOutcome | None, state: str, res: dict) -> tuple[str,
         return st.TIMEOUT, res["message"]
     if res["status"] == st.CRASHED:
         return st.CRASHED, res["message"]
-    if state == st.KERNEL_DIED or (out is not None and "Kernel dead" in out.message):
+    if state == st.KERNEL_DIED or (out is not None and kernel_gone(out.message)):
         return st.KERNEL_DIED, "内核在算出这个答案之前已经退出（sys.exit / os._exit / 杀掉进程 / 内存耗尽）"
     if state == st.TIMEOUT or (out is not None and "Timeout of" in out.message):
         return st.TIMEOUT, "单元超时，答案没有导出"

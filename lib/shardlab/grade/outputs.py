@@ -347,16 +347,18 @@ def write_all(
     interrupted=False,
     pending=frozenset(),
     held=frozenset(),
+    withheld=None,
 ):
-    """写出 grades_wide.csv、canvas.csv、summary.md（和有花名册时的 ta/ 三个文件）；write(path, text, mode=None) 是原子写"""
+    """写出 grades_wide.csv、canvas.csv、summary.md（和有花名册时的 ta/ 三个文件）；write(path, text, mode=None) 是原子写。
+    withheld：不写能导入的成绩表的原因（例如这次评的全部崩溃了）"""
     pids, table = rows(results, roster_students, chapter, weights, pending, held)
-    if interrupted:  # 没评完：不给能导入的成绩表（以前：没评到的学生在 canvas.csv 里是 0 分、“没有提交”）
+    if interrupted or withheld:  # 没评完：不给能导入的成绩表（以前：没评到的学生在 canvas.csv 里是 0 分、“没有提交”）
         for name in ("grades_wide.csv", "canvas.csv"):
             (out / name).unlink(missing_ok=True)
-        notes = [
-            "评分被中断：有的提交还没有评，所以这次没有写 grades_wide.csv 和 canvas.csv；再运行一次会接着评",
-            *notes,
-        ]
+        reason = (
+            withheld or "评分被中断：有的提交还没有评，所以这次没有写 grades_wide.csv 和 canvas.csv；再运行一次会接着评"
+        )
+        notes = [reason, *notes]
     else:
         write(out / "grades_wide.csv", wide_csv(pids, table))
         write(out / "canvas.csv", canvas_csv(table, column or (f"shardlab ch{chapter:02d}" if chapter else "shardlab")))
