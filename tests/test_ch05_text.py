@@ -7,7 +7,9 @@ import math
 import re
 from pathlib import Path
 
-from shardlab import cost, hardware, units
+from shardlab import cost, hardware, ring, units
+from shardlab.exercise import answers, problems
+from shardlab.torus import Ring
 
 ROOT = Path(__file__).resolve().parent.parent
 CH05 = (ROOT / "book" / "ch05_collectives.md").read_text(encoding="utf-8")
@@ -66,7 +68,7 @@ def test_no_whole_book_schedule_wording():
 
 
 def test_tp_quiz_bytes_use_the_same_ring_factor_as_the_time():
-    answer = _between(CH05, "小测验：普通 TP 一步要做多少次 AllReduce？", "```{tip}")
+    answer = _between(CH05, "小测验：普通 TP 一个微批次要做多少次 AllReduce？", "```{tip}")
     assert "$2V(N-1)/N$" in answer
     assert "units.fmt_bytes(n_ar * 2 * v_act * 7 / 8)" in CH05
 
@@ -189,3 +191,118 @@ def test_p3_and_p6_answers_are_not_in_the_body():
     assert "推导：单向环 1/2，双向环 1/4" not in CH05
     p6 = _between(CH05, "**P6：", "练习：")
     assert "哪一个更大？哪一个更省内存？" not in p6 and "16 字节" in p6 and "64 张 H100" in p6
+
+
+def test_megatron_regather_points_to_the_megatron_section_by_label():
+    """Megatron-LM 反向再收集一次输入的讨论在第 6 章“Megatron 的张量并行”一节：用标签引用，改节号也不会断"""
+    assert "6.8 节" not in CH05
+    assert "{ref}`sec-ch06-megatron`" in _between(CH05, "Megatron-LM 为了省显存", "每层的通信次数如下")
+    ch06 = (ROOT / "book" / "ch06_sharded_matmul.md").read_text(encoding="utf-8")
+    sec = _between(ch06, "(sec-ch06-megatron)=", "(sec-ch06-strategies)=")
+    assert "Megatron 的张量并行" in sec.splitlines()[1] and "反向算权重梯度之前再" in sec
+
+
+def test_alltoall_ratio_compares_like_with_like():
+    """5.3 节：AllGather 整块走、AllToAll 拆半相除得到的 1/4 是混合约定；同一约定下 N = 8 要大于 1/4"""
+    sec = _between(CH05, "AllToAll 比 AllGather 便宜得多。", "这个 1/4 是环和环面")
+    assert "表中的偶数 $N$ 恰好如此" not in sec and "负载再减一半" not in sec
+    assert "混在一起" in sec and "split_opposite=True" in sec
+    for key in ("mixed", "both-split", "both-whole", "shrink-ag", "shrink-a2a"):
+        assert "{glue:text}`ch05-a2a-" + key + "`" in sec
+    # 独立地算 N = 8 的最忙有向链路（以 V 为单位，每片 V/64）
+    n = 8
+    ag_whole, ag_split = 0.5, ring.count("all_gather", Ring(n), 1.0, split_opposite=True).max_link_bytes
+    a2a_split = ring.count("all_to_all", Ring(n), 1.0).max_link_bytes
+    assert math.isclose(a2a_split, (1 + 2 + 3 + 4 / 2) / 64)  # 正对面的那一片两个方向各走一半
+    a2a_whole = (1 + 2 + 3 + 4) / 64  # 正对面的那一片整块走正向
+    assert math.isclose(a2a_split / ag_whole, 0.25)  # 混合约定
+    assert f"{a2a_split / ag_split:.3g}" == "0.286" and a2a_whole / ag_whole == 0.3125
+    # “减半、再减一半”只在大 N 时成立：N = 8 时是 ÷1.75 与 ÷3.5
+    assert (0.875 / ag_whole, (7 / 16) / a2a_split) == (1.75, 3.5)
+    p3 = _between(CH05, "**P3：", "练习：")
+    assert "两种算法里都拆成两半" in p3
+
+
+def test_p1_states_the_whole_block_convention_and_the_hint_does_not_call_the_split_schedule_a_mistake():
+    for text, end in ((CH05, "练习："), (SOL05, "```{code-cell}"), (EX05, "```{code-cell}")):
+        start = "**P1：" if text is CH05 else "## 问题 1"
+        assert "整块走一个方向" in _between(text, start, end)
+    hint = answers.MINUS_ONE_P1A.hint
+    assert answers.MINUS_ONE_P1C.hint == hint
+    assert "物理上成立" in hint and "约定" in hint and "失误" not in hint
+    assert "物理上成立" in answers.MINUS_ONE_P1B.hint
+    # 拆半的调度在 4 个设备的环上正好是整块调度的 (N-1)/N = 0.75 倍：提示认的就是这个值
+    ratio = ring.count("all_gather", Ring(4), 1.0, split_opposite=True).time(1.0) / ring.count(
+        "all_gather", Ring(4), 1.0
+    ).time(1.0)
+    assert ratio == 0.75
+    assert answers.MINUS_ONE_P1A.factor(problems.published("ch05")) == 0.75
+
+
+def test_peak_comparison_is_like_for_like():
+    """5.7 节：TPU 的 AllGather 与 H100 的 AllReduce 不能直接比；写出各自占额定带宽的比例"""
+    sec = _between(CH05, "## 5.7 ", "### 自己测一测")
+    assert "两种硬件达到峰值所需的消息大小相差很远" not in sec
+    for key in ("h100-ag-frac", "h100-ar-frac", "h100-ar58-frac", "v-h100-ag"):
+        assert "{glue:text}`ch05-m-" + key + "`" in sec
+    tip = _between(CH05, "每跳的块小于 $W_\\text{单向}\\,t_\\text{hop}$（v5e 上", "```\n")
+    summary = _between(CH05, "- 环形算法的实测比模型慢", "\n")
+    for text in (tip, summary):
+        assert "尤其需要很大的消息" not in text and "{glue:text}`ch05-m-h100-ag-frac`" in text
+    # 独立地算：8×H100 AllGather bf16[4096, 65536] 的带宽项 V·7/8 / 450 GB/s，原书测得约 1.5 ms
+    t_bw = 4096 * 65536 * 2 * 7 / 8 / 450e9
+    assert (f"{t_bw / 1.5e-3:.0%}", f"{370 / 450:.0%}", f"{150 / 450:.0%}") == ("70%", "82%", "33%")
+
+
+def test_cost_model_is_the_ideal_time_of_one_schedule_not_a_lower_bound():
+    opening = _between(CH05, "## 5.7 ", "```{code-cell}")
+    assert "它是下限" not in opening
+    assert "{glue:text}`ch05-m-split-ring4`" in opening and "入口下界" in opening
+    assert "{glue:text}`ch05-ma-4x4-split`" in opening
+
+
+def test_line_and_ring_factors_are_exact():
+    """没有回绕的线、单向环：用时是有回绕的双向环的 2(N-1)/N 倍，只在大 N 时约 2 倍"""
+    assert "约是有回绕时的 2 倍" not in CH05 and "单向环约为它的 2 倍" not in CH05
+    assert CH05.count("单向环是它的 $2(N-1)/N$ 倍") == 2
+    assert "{glue:text}`ch05-line4-vs-ring`" in _between(CH05, "## 小结", "## 进一步阅读")
+    # 独立地算：v5e 4×4 上长度 4 的线（3 跳，每跳 V/4 走 W_单向）对 V/W_双向
+    assert math.isclose((3 * 0.25 / 45e9) / (1 / 90e9), 1.5)
+
+
+def test_chapter_nits_round_4():
+    assert "8×H100 一列用的不是环的公式" not in CH05 and "不是双向环那一列的公式" in CH05
+    sec = _between(CH05, "（`cost.allgather_multi_axis_limit`", "所以“$k$ 个轴")
+    assert "既不是极限也不是下界" in sec and "{glue:text}`ch05-ma-2x2-lib-over`" in sec
+    assert "AllReduce 加倍" in _between(CH05, "header = [", "]\n")
+    assert "Simple 的延迟最大" not in CH05
+    for key in ("simple-base", "ll128-base", "simple-lat2", "ll128-lat2", "simple-lat8", "ll128-lat8"):
+        assert "{glue:text}`ch05-nccl-" + key + "`" in CH05
+    assert "S = V/N" in _between(CH05, "### 自己测一测", "```{code-cell}")
+    line = _between(CH05, "线的损失对 AllGather 与 ReduceScatter 是固有的", "\n")
+    assert "出链路" in line and "入链路" in line
+    assert "https://jax-ml.github.io/scaling-book/gpus/" in CH05
+    assert "How to Think About GPUs" in _between(CH05, "本章的事实与问题来自", "\n")
+    assert "“InfiniBand 上约 560 ms” =" not in CH05
+    assert "扁平环（IB）" not in SOL05
+
+
+def test_tp_quiz_time_uses_the_chapters_gpu_model():
+    """小测验按每个微批次计，时间与 P7 一样用 cost.estimate（带宽项 + NCCL 的延迟项）"""
+    assert "普通 TP 一步要做多少次" not in CH05
+    answer = _between(CH05, "小测验：普通 TP 一个微批次要做多少次 AllReduce？", "```{tip}")
+    for key in ("ch05-q6-bw1", "ch05-q6-lat1", "ch05-q6-call", "ch05-q6-t", "ch05-q6-t-bw"):
+        assert "{glue:text}`" + key + "`" in answer
+    assert 'cost.estimate("all_reduce", v_act, {"TP": 8}, H100)' in CH05
+    # 独立地算：V = 4096·4096·2，带宽项 2V·7/8 / 450 GB/s，NCCL LL 的延迟项 6.6 + 14 × 0.6 µs
+    v = 4096 * 4096 * 2
+    call = 2 * v * 7 / 8 / 450e9 + 6.6e-6 + 14 * 0.6e-6
+    assert (units.fmt_time(128 * call), units.fmt_time(128 * 2 * v * 7 / 8 / 450e9)) == ("18.6 ms", "16.7 ms")
+
+
+def test_p5_values_are_not_printed_in_the_body():
+    """习题 P5 的 8 卡精确值与用满八块网卡的时间留给习题；正文只给大 N 极限与比例"""
+    for key in ("ch05-n7-t-nvl-exact", "ch05-n7-t-node"):
+        assert key not in CH05
+    assert '（7B，bf16）"], rows)' not in CH05  # 核心数字表不再有 14 GB 那一列
+    assert "units.fmt_time(exact(v7))" not in CH05

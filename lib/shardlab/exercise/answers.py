@@ -297,14 +297,19 @@ def _ring_factor(axes: tuple[str, ...]) -> Callable[[Params], float]:
     return factor
 
 
-# 偶数 N 的双向环：正文的约定让正对面的块整块走一个方向，最忙的链路多搬半块，(N-1)/N 正好被抵消
+# 偶数 N 的双向环：正文的约定让正对面的块整块走一个方向，最忙的链路多搬半块，(N-1)/N 正好被抵消。
+# 乘了 (N-1)/N 的值是把正对面的块拆成两半的调度：物理上成立、也更快，只是不合题目写明的约定，所以提示不说它错
 _RING_MINUS_ONE = (
-    "乘了 (N-1)/N（原书总结公式里的因子，相当于把正对面的块拆成两半分走两个方向）：本课程按正文的约定，"
-    "正对面的块整块走一个方向；按这个约定重新数一数最忙的那条链路要搬几块"
+    "乘了 (N-1)/N（这是把正对面的块拆成两半、两个方向各走一半的调度：物理上成立，也更快，见第 5 章 5.5 节）："
+    "但这道题按第 5 章模拟器与 cost.estimate 的约定，正对面的块整块走一个方向；按这个约定重新数一数最忙的那条链路要搬几块"
 )
 MINUS_ONE_P1A = Slip(_ring_factor(("X",)), _RING_MINUS_ONE)
 MINUS_ONE_P1C = Slip(_ring_factor(("Z",)), _RING_MINUS_ONE)
-MINUS_ONE_P1B = Slip(_ring_factor(("X", "Y")), "乘了 (N-1)/N：这一问按正文的多轴公式（大 N 近似）估算，不带这个因子")
+MINUS_ONE_P1B = Slip(
+    _ring_factor(("X", "Y")),
+    "乘了 (N-1)/N：这是入口下界（把正对面的块拆成两半的调度达到它，物理上成立）；"
+    "但这一问要按正文的多轴公式（大 N 近似）估算，不带这个因子",
+)
 WHOLE_ARRAY_P1A = Slip(lambda p: p["mesh"]["Y"], "V 用了整个数组：AllGather_X 只沿 X 收集，收集完成后 D 仍沿 Y 分片")
 ONE_AXIS_P1B = Slip(2.0, "只用了一条轴的带宽：沿 X、Y 同时收集，可用带宽是两条轴之和")
 AR_IS_TWICE = Slip(
@@ -370,7 +375,7 @@ def _ring_args(args) -> tuple[int, bool] | None:
 
 
 def _p3_chapter_convention(right: float, args) -> float | None:
-    """偶数 n 的双向环上按正文的约定（AllGather 的正对面块整块走一个方向）数出的比值"""
+    """偶数 n 的双向环上按混合约定（AllGather 的正对面块整块走一个方向、AllToAll 拆半）数出的比值"""
     a = _ring_args(args)
     if a is None or not a[1] or a[0] % 2:
         return None
@@ -395,8 +400,8 @@ P3_EDGES = ((2, False), (2, True), (3, True), (7, True), (64, False), (64, True)
 P3_FN_SLIPS = (
     Slip(
         None,
-        "这是正文的约定（AllGather 的正对面块整块走一个方向）在偶数 n 上给出的比值，也是大环的极限；"
-        "这道题约定两种算法都把正对面的块拆成两半，要的是 n 个设备上的精确值",
+        "这是两种约定混在一起的比值（正文的约定：AllGather 的正对面块整块走一个方向，AllToAll 却拆成两半），"
+        "偶数 n 上恰好等于大环的极限；这道题约定两种算法都把正对面的块拆成两半，要的是 n 个设备上的精确值",
         alt=_p3_chapter_convention,
     ),
     Slip(None, "返回的是大环的极限（与 n 无关的常数）：要的是 n 个设备上的精确值", alt=_p3_big_ring_limit),
