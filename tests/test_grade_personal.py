@@ -4,6 +4,7 @@ import csv
 import io
 import itertools
 import json
+import math
 import os
 import shutil
 import stat
@@ -1208,3 +1209,33 @@ def test_one_student_with_a_subfolder_does_not_change_how_sibling_folders_are_re
         (tmp_path / sid / "stu").mkdir()
         (tmp_path / sid / "stu" / "x.ipynb").write_text("{}", encoding="utf-8")
     assert not folder.scan([str(tmp_path / s) for s in ("s000", "s001", "s002")]).notes
+
+
+def test_a_students_own_exception_text_is_not_a_dead_kernel():
+    """以前：答案单元 raise RuntimeError("Kernel died") 就把自己的错误记成了“内核已经退出”"""
+    assert judge.kernel_gone("pytest plugin exception: Kernel dead on test start")
+    assert judge.kernel_gone("RuntimeError: Kernel died before replying to kernel_info")
+    spoof = "Notebook cell execution failed\nCell 7: Cell outputs differ\n\nTraceback:\nRuntimeError: Kernel died kernel_info"
+    assert not judge.kernel_gone(spoof)
+
+
+def test_answering_problem_8_in_the_books_order_is_a_slip_not_copying():
+    """以前：个人版把 (a)(b)(c) 三种分片换了顺序，学生按书上的顺序、用自己的维度答，答案常常恰好等于书上的（0、维度乘积相同），
+    150 人的班里有诚实的学生因此被标为对上了书上的答案（p ≈ 1e-9）"""
+    book = problems.published("ch06")["cases8"]
+    drawn = variants.for_class(b"k" * 32, "ch06", [f"s{k:03d}" for k in range(60)])
+    checked = 0
+    for params in drawn.values():
+        for letter in "abc":
+            if problems.p8_scheme(params["cases8"], letter) == problems.p8_scheme(book, letter):
+                continue
+            for quantity in ("bytes", "time"):
+                spec = answers.get(f"ch06-p8{letter}-{quantity}")
+                wrong, right = spec.value({**params, "cases8": book}), spec.value(params)
+                if math.isclose(wrong, right, rel_tol=1e-9):
+                    continue  # 两种分片在他的维度下恰好一样：答对了
+                verdict = judge_value(spec, wrong, right, params)
+                assert verdict.slip and "按书上的顺序" in verdict.message, (letter, quantity, verdict)
+                checked += 1
+    assert checked > 20
+    assert variants.for_class(b"k" * 32, "ch06", ["s000"]) == {"s000": drawn["s000"]}  # 个人版的参数不因它改变

@@ -359,3 +359,10 @@ def test_dry_run_warns_when_the_notebook_belongs_to_another_sid(built):
         "是发给 s001 的个人版，--sid 给的是 s000" in w for w in gradescope.signature_warnings(zip_path, [nb], ["s000"])
     )
     assert gradescope.signature_warnings(zip_path, [nb], ["s001"]) == []
+
+
+def test_a_gradescope_roster_that_lost_leading_zeros_still_matches():
+    """以前：Gradescope 那边的花名册经过 Excel，学号 0101 成了 101，学生得 0 分（“学号不在花名册里”）"""
+    assert gradescope.on_roster([("101", "")], [{"id": "0101", "email": ""}]) == ["0101"]
+    both = [{"id": "0101", "email": ""}, {"id": "00101", "email": ""}]
+    assert gradescope.on_roster([("101", "")], both) == []  # 去掉 0 之后对上两个人：不猜

@@ -261,6 +261,14 @@ def _p8(letter):
         ("忽略了 (N-1)/N", lambda p: v(p) and v(p) / W1E),
         *[(kw, lambda p, f=f: None if f(p) is None else line(f(p))) for kw, f in wrong_v],
     ]
+
+    def book_order(p):  # 按书上 (a)(b)(c) 的顺序：这个字母在书上的那种分片，用自己的维度
+        kind = problems.p8_scheme(problems.published("ch06")["cases8"], letter)
+        i, j, k = p["I8"], p["J8"], p["K8"]
+        return None if kind == scheme(p) else {"rs": 2 * (i / 4) * k, "ag": 2 * j * (k / 4)}.get(kind)
+
+    nbytes.append(("按书上的顺序", book_order))
+    time.append(("按书上的顺序", lambda p: None if book_order(p) is None else line(book_order(p))))
     return nbytes, time
 
 

@@ -41,6 +41,7 @@ class Slip:
     factor: float | Callable[[Any], float | None] | None
     hint: str
     alt: Callable[[float, Any], float | None] | None = None
+    draw_check: bool = True  # 抽个人版参数时检查它的错误值不撞上发布版的答案（variants.answer_violations）
 
     def wrong_value(self, right: float, params: Any = None) -> float | None:
         """这种失误给出的错误值；这组参数下没有这种失误（或错误值离正确答案不到 DEAD_ZONE）时为 None"""
@@ -619,8 +620,29 @@ def _p8_v_slips(letter: str) -> tuple[Slip, ...]:
     )
 
 
+def _p8_book_order(letter: str, quantity: Callable[[str], Callable[[Params], float]]) -> Slip:
+    """按书上 (a)(b)(c) 的顺序答了：个人版把三种分片换了顺序，学生却按书上这个字母的那种分片、用自己的维度算（以前不认，
+    150 人的班里有诚实的学生因此被标为“对上了书上的答案”）"""
+
+    def alt(right: float, p: Params) -> float | None:
+        book = problems.published("ch06")["cases8"]
+        kind = problems.p8_scheme(book, letter)
+        if kind == "none" or kind == problems.p8_scheme(p["cases8"], letter):
+            return None  # 答 0 不是这种失误特有的（以为不需要通信也会答 0）；单这一个字母只对上书上的两个答案，够不上标记
+        return quantity(letter)({**p, "cases8": book})
+
+    # 这种失误的错误值常常就是书上的答案（答 0、维度的乘积恰好相同）：分不出是失误还是照抄时按失误算，不当作抄袭的证据；
+    # 所以它不参加抽参数时“失误不能撞上发布版”的检查（draw_check=False），个人版的参数也不因它改变
+    return Slip(
+        None,
+        f"按书上的顺序答了方案 ({letter})：你的笔记本里三种分片换了顺序，({letter}) 是题目参数单元里 cases8 写的那一种",
+        alt,
+        draw_check=False,
+    )
+
+
 def _p8_bytes_slips(letter: str) -> tuple[Slip, ...]:
-    return (BF16, *_p8_v_slips(letter), BF16_AS_4)
+    return (BF16, *_p8_v_slips(letter), BF16_AS_4, _p8_book_order(letter, p8_bytes))
 
 
 def _p8_time_slips(letter: str) -> tuple[Slip, ...]:
@@ -637,6 +659,7 @@ def _p8_time_slips(letter: str) -> tuple[Slip, ...]:
         BF16_AS_4,
         Slip(4 / 3, "忽略了 (N-1)/N：一条轴上只有 4 个芯片，这个因子不能省"),
         *_p8_v_slips(letter),
+        _p8_book_order(letter, p8_time),
     )
 
 

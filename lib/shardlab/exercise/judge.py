@@ -79,9 +79,9 @@ def as_number(value) -> float | None:
 def slip_values(spec: answers.Answer, right: float, params=None) -> list[tuple[str, float]]:
     """这个答案的常见失误在参数 params（默认发布版；函数答案是一组输入）下给出的错误值：[(提示, 错误值)]，
     含单位失误与“单位失误 + 一个别的失误”；同一个错误值的几种原因按登记表的顺序（可能性从大到小）"""
-    if not right:
-        return []
     params = spec.params(params)
+    if not right:  # 正确答案是 0 时倍数失误没有意义，只有直接给出错误值的失误（alt）
+        return [(s.hint, w) for s in spec.slips if s.alt is not None and (w := s.wrong_value(right, params)) is not None]
     unit_slips = answers.UNIT_SLIPS.get(spec.unit, ())
     own = [(s.hint, w) for s in spec.slips if (w := s.wrong_value(right, params)) is not None]
     out = own + [(u.hint, u.wrong_value(right)) for u in unit_slips]

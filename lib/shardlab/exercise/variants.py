@@ -87,7 +87,7 @@ def answer_violations(assignment: str, params: Mapping[str, Any]) -> list[tuple[
         if not far_from_published(spec, right, pub):
             bad.append((spec.problem, f"{spec.id}：答案与发布版相同"))
             continue
-        for slip in spec.slips:
+        for slip in (s for s in spec.slips if s.draw_check):
             wrong = slip.wrong_value(right, params)
             if wrong is not None and close(pub, wrong, 0.05):
                 bad.append((spec.problem, f"{spec.id}：发布版的答案恰好是常见失误“{slip.hint[:20]}…”"))

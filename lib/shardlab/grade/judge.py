@@ -149,8 +149,10 @@ _KERNEL_GONE = ("Kernel dead", "Kernel died", "kernel_info")  # nbval 报告内�
 
 
 def kernel_gone(message: str) -> bool:
-    """单元的失败信息说内核已经退出，或者根本没有启动（以前只认 "Kernel dead"：内核起不来时每道题都判成“没有导出”）"""
-    return any(s in message for s in _KERNEL_GONE)
+    """单元的失败信息说内核已经退出，或者根本没有启动（以前只认 "Kernel dead"：内核起不来时每道题都判成“没有导出”）。
+    学生代码抛出的异常（nbval 的 "Notebook cell execution failed"，里面有学生能写的任何文字）不算：
+    不然 raise RuntimeError("Kernel died") 就能把自己的错误记成评分器的内核崩溃"""
+    return "Notebook cell execution failed" not in message and any(s in message for s in _KERNEL_GONE)
 
 
 def collect(
