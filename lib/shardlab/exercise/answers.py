@@ -628,7 +628,9 @@ def _p8_book_order(letter: str, quantity: Callable[[str], Callable[[Params], flo
         book = problems.published("ch06")["cases8"]
         kind = problems.p8_scheme(book, letter)
         if kind == "none" or kind == problems.p8_scheme(p["cases8"], letter):
-            return None  # 答 0 不是这种失误特有的（以为不需要通信也会答 0）；单这一个字母只对上书上的两个答案，够不上标记
+            return (
+                None  # 答 0 不是这种失误特有的（以为不需要通信也会答 0）；单这一个字母只对上书上的两个答案，够不上标记
+            )
         return quantity(letter)({**p, "cases8": book})
 
     # 这种失误的错误值常常就是书上的答案（答 0、维度的乘积恰好相同）：分不出是失误还是照抄时按失误算，不当作抄袭的证据；

@@ -81,7 +81,9 @@ def slip_values(spec: answers.Answer, right: float, params=None) -> list[tuple[s
     含单位失误与“单位失误 + 一个别的失误”；同一个错误值的几种原因按登记表的顺序（可能性从大到小）"""
     params = spec.params(params)
     if not right:  # 正确答案是 0 时倍数失误没有意义，只有直接给出错误值的失误（alt）
-        return [(s.hint, w) for s in spec.slips if s.alt is not None and (w := s.wrong_value(right, params)) is not None]
+        return [
+            (s.hint, w) for s in spec.slips if s.alt is not None and (w := s.wrong_value(right, params)) is not None
+        ]
     unit_slips = answers.UNIT_SLIPS.get(spec.unit, ())
     own = [(s.hint, w) for s in spec.slips if (w := s.wrong_value(right, params)) is not None]
     out = own + [(u.hint, u.wrong_value(right)) for u in unit_slips]
