@@ -268,6 +268,7 @@
       });
       await recompute(root, call);
       status.textContent = "已就绪：改动上面的控件，结果立即重算。";
+      root.classList.remove("is-slow");
       root.classList.add("is-ready");
     } catch (err) {
       runtime = null;
