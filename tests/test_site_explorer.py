@@ -146,8 +146,7 @@ STEPS = [
 ]
 
 
-def _set(page, kind: str, name: str, value: str) -> None:
-    root = page.locator(f".shardlab-explorer[data-kind={kind}]")
+def _set(root, name: str, value: str) -> None:
     control = root.locator(f'[name="{name}"]')
     if control.evaluate("e => e.tagName") == "SELECT":
         control.select_option(value)
@@ -158,13 +157,12 @@ def _set(page, kind: str, name: str, value: str) -> None:
         )
 
 
-@slow
-@pytest.mark.parametrize("width", list(WIDTHS))
-def test_explorers_match_the_native_library(explorer_site, chromium, width):
+def _exercise(site: Path, page_path: str, chromium: str, width: str) -> None:
+    """打开一页，启动其中每种探索器，按 STEPS 改动控件，每一步把 data-state 与本机的库比较"""
     from playwright.sync_api import sync_playwright
 
     requests, blocked, failed, console = [], [], [], []
-    with site_check.SiteServer(explorer_site) as server, sync_playwright() as pw:
+    with site_check.SiteServer(site) as server, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, headless=True, args=site_check.CHROMIUM_ARGS)
         try:
             context = browser.new_context(viewport=WIDTHS[width], locale="zh-CN", service_workers="block")
@@ -183,29 +181,33 @@ def test_explorers_match_the_native_library(explorer_site, chromium, width):
             page.on("pageerror", lambda e: console.append(f"未捕获的异常 {e}"))
             page.on("requestfailed", lambda r: failed.append(f"{r.method} {r.url} ({r.failure})"))
             page.on("response", lambda r: r.status >= 400 and failed.append(f"HTTP {r.status} {r.url}"))
-            page.goto(server.base + "index.html", wait_until="load")
+            page.goto(server.base + page_path, wait_until="load")
             page.wait_for_timeout(500)
             early = [u for u in requests if "/pyodide/" in u]
-            assert not early, f"启动前就请求了运行时：{early}"
+            assert not early, f"{page_path}：启动前就请求了运行时：{early}"
+            kinds = page.evaluate(
+                "[...new Set([...document.querySelectorAll('.shardlab-explorer')].map(e => e.dataset.kind))]"
+            )
+            assert kinds, f"{page_path} 里没有探索器"
 
             problems, states = [], 0
-            for kind in site_explorer.KINDS:
-                root = page.locator(f".shardlab-explorer[data-kind={kind}]")
+            for kind in kinds:
+                sel = f".shardlab-explorer[data-kind={kind}]"
+                root = page.locator(sel).first
+                root.scroll_into_view_if_needed()
                 root.locator(".shardlab-explorer-button").click()
                 page.wait_for_function(
-                    f"document.querySelector('.shardlab-explorer[data-kind={kind}]').classList.contains('is-ready')"
-                    f" || document.querySelector('.shardlab-explorer[data-kind={kind}]').classList.contains('is-failed')",
-                    timeout=120_000,
+                    f"['is-ready', 'is-failed'].some(c => document.querySelector('{sel}').classList.contains(c))",
+                    timeout=180_000,
                 )
                 assert "is-ready" in root.get_attribute("class"), root.locator(".shardlab-explorer-status").inner_text()
                 steps = [("", "", "")] + [s for s in STEPS if s[0] == kind]
                 for _, name, value in steps:
                     if name:
                         before = root.get_attribute("data-state")
-                        _set(page, kind, name, value)
+                        _set(root, name, value)
                         page.wait_for_function(
-                            "([k, s]) => document.querySelector(`.shardlab-explorer[data-kind=${k}]`).dataset.state !== s",
-                            arg=[kind, before],
+                            "([sel, s]) => document.querySelector(sel).dataset.state !== s", arg=[sel, before]
                         )
                     state = json.loads(root.get_attribute("data-state"))
                     problems += [f"{kind} {name}={value} {m}" for m in _close(state, _native(state))]
@@ -213,23 +215,50 @@ def test_explorers_match_the_native_library(explorer_site, chromium, width):
                     if name == "chip" and value == "v5e" and kind == "collectives":
                         assert "error" in state and "这组参数算不了" in root.inner_text()
                 if width == "phone":
-                    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-                    assert overflow <= 1, f"手机上页面比屏幕宽 {overflow} px"
-                    smallest = page.evaluate(
-                        "Math.min(...[...document.querySelectorAll('.shardlab-explorer-plot text')].map("
-                        "t => t.getBoundingClientRect().height), Infinity)"
-                    )
+                    right = root.evaluate("e => e.getBoundingClientRect().right - window.innerWidth")
+                    assert right <= 1, f"{page_path}：手机上探索器超出屏幕 {right:.0f} px"
+                    overflow = root.evaluate("e => e.scrollWidth - e.clientWidth")
+                    assert overflow <= 1, f"{page_path}：手机上探索器的内容比它宽 {overflow} px"
                     if kind == "collectives":
+                        smallest = root.evaluate(
+                            "e => Math.min(...[...e.querySelectorAll('.shardlab-explorer-plot text')].map("
+                            "t => t.getBoundingClientRect().height), Infinity)"
+                        )
                         assert 10 <= smallest < 100, f"图里的字只有 {smallest:.1f} px 高"
             assert not problems, "\n".join(problems[:20])
-            assert states == len(STEPS) + len(site_explorer.KINDS)
+            assert states == sum(1 + sum(s[0] == k for s in STEPS) for k in kinds)
             runtime = {urlparse(u).path.rsplit("/", 1)[-1] for u in requests if "/pyodide/" in u}
             assert {"pyodide.mjs", "pyodide.asm.wasm", "python_stdlib.zip", site_explorer.CORE_ZIP} <= runtime
         finally:
             browser.close()
-    assert not blocked, f"请求离开了网站：{blocked}"
-    assert not failed, f"失败的请求：{failed}"
-    assert not console, f"控制台错误：{console}"
+    assert not blocked, f"{page_path}：请求离开了网站：{blocked}"
+    assert not failed, f"{page_path}：失败的请求：{failed}"
+    assert not console, f"{page_path}：控制台错误：{console}"
+
+
+@slow
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_explorers_match_the_native_library(explorer_site, chromium, width):
+    _exercise(explorer_site, "index.html", chromium, width)
+
+
+@slow
+def test_built_site_carries_the_runtime_and_its_explorers_work(site, chromium):
+    """构建好的网站：运行时、NOTICE 与 shardlab-core.zip 都在，大小不超过上限；用到探索器的每一页在两种宽度下都对"""
+    static = site / "_static" / site_explorer.STATIC_DIR
+    assert (static / site_explorer.CORE_ZIP).read_bytes() == site_explorer.core_zip()
+    assert "Mozilla Public License" in (static / "NOTICE").read_text(encoding="utf-8")
+    assert {p.name for p in site_explorer.runtime_files()} <= {p.name for p in static.iterdir()}
+    size = sum(p.stat().st_size for p in static.iterdir())
+    assert size <= MAX_GROWTH, f"网站增加 {size / 2**20:.1f} MiB"
+    pages = sorted(
+        str(p.relative_to(site))
+        for p in site.rglob("*.html")
+        if 'class="shardlab-explorer"' in p.read_text(encoding="utf-8", errors="replace")
+    )
+    for page_path in pages:
+        for width in WIDTHS:
+            _exercise(site, page_path, chromium, width)
 
 
 class _WrongWasmType(http.server.SimpleHTTPRequestHandler):

@@ -163,7 +163,7 @@ def widget_html(kind: str) -> str:
             _select("chip", "芯片", CHIPS, "v5e"),
             _select("collective", "集合通信", COLLECTIVES, "all_gather"),
             _range("nbytes", "大小 V（对数刻度）", 3, 9, 0.05, 6, "10^3 到 10^9 字节"),
-            _select("mesh", "网格", [(m, m.replace(",", " × ").replace("=", " ")) for m in COLLECTIVE_MESHES], "X=16,Y=16"),
+            _select("mesh", "网格", [(m, m.replace(",", "，")) for m in COLLECTIVE_MESHES], "X=16,Y=16"),
             _select("axes", "经过的轴", [("X", "X"), ("Y", "Y"), ("X,Y", "X 和 Y")], "X"),
         ]  # fmt: skip
     elif kind == "sharding":
@@ -173,7 +173,7 @@ def widget_html(kind: str) -> str:
             _range("D", "D（2 的幂）", 10, 15, 1, 13, "1024 到 32768"),
             _range("F", "F（2 的幂）", 10, 17, 1, 15, "1024 到 131072"),
             _select("chip", "芯片", CHIPS, "v5p"),
-            _select("mesh", "网格", [(m, m.replace(",", " × ").replace("=", " ")) for m in SHARDING_MESHES], "Y=4"),
+            _select("mesh", "网格", [(m, m.replace(",", "，")) for m in SHARDING_MESHES], "Y=4"),
         ]
     else:
         raise ValueError(f"未知的探索器 {kind!r}：可选 {', '.join(KINDS)}")

@@ -138,7 +138,7 @@
   }
 
   function plot(state) {
-    const W = 480, H = 300, L = 62, R = 12, T = 12, B = 44;
+    const W = 480, H = 300, L = 70, R = 26, T = 16, B = 44;
     const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "shardlab-explorer-plot" });
     const xs = state.curve.nbytes;
     const all = Object.values(state.curve.time_s).filter(Boolean).flat().filter((t) => t > 0);
@@ -157,7 +157,10 @@
       svg.append(el("text", { svg: 1, x: L - 6, y: py(10 ** e) + 5, "text-anchor": "end" }, fmtTime(10 ** e)));
     }
     svg.append(el("text", { svg: 1, x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" }, "大小 V（字节）"));
-    for (const [coll, times] of Object.entries(state.curve.time_s)) {
+    // 选中的集合通信最后画，压在同样时间的曲线上面
+    const order = Object.keys(state.curve.time_s).sort((a, b) => (a === state.collective) - (b === state.collective));
+    for (const coll of order) {
+      const times = state.curve.time_s[coll];
       if (!times) continue;
       const d = times.map((t, i) => `${i ? "L" : "M"}${px(xs[i]).toFixed(1)},${py(Math.max(t, 10 ** y0)).toFixed(1)}`).join("");
       const width = coll === state.collective ? 3.5 : 1.5;
