@@ -179,10 +179,10 @@ def widget_html(kind: str) -> str:
         raise ValueError(f"未知的探索器 {kind!r}：可选 {', '.join(KINDS)}")
     return (
         f'<div class="shardlab-explorer" data-kind="{kind}" data-state="">'
-        f'<p class="shardlab-explorer-title">{html.escape(title)}</p>'
-        '<p class="shardlab-explorer-start"><button type="button" class="shardlab-explorer-button">'
+        f'<div class="shardlab-explorer-title">{html.escape(title)}</div>'
+        '<div class="shardlab-explorer-start"><button type="button" class="shardlab-explorer-button">'
         '启动交互探索器</button> <span class="shardlab-explorer-status" role="status">'
-        "点“启动”后才在浏览器里加载 Python（Pyodide，约 14 MB，只加载一次）。</span></p>"
+        "点“启动”后才在浏览器里加载 Python（Pyodide，约 14 MB，只加载一次）。</span></div>"
         f'<form class="shardlab-explorer-controls" onsubmit="return false">{"".join(controls)}</form>'
         '<div class="shardlab-explorer-output" aria-live="polite"></div>'
         "</div>"
