@@ -221,7 +221,12 @@
     showRanges(root);
     const [name, args] = argsOf(root);
     const t0 = performance.now();
-    const state = call(name, args);
+    let state;
+    try {
+      state = call(name, args);
+    } catch (err) {
+      state = { args, error: String(err).split("\n").filter(Boolean).pop() };
+    }
     root.dataset.ms = String(performance.now() - t0);
     root.dataset.state = JSON.stringify(state);
     const out = root.querySelector(".shardlab-explorer-output");
