@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import jax.numpy as jnp
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -221,3 +223,18 @@ def test_mesh_errors():
         sharding.mesh_sizes([2, 4])
     with pytest.raises(ShardingError, match="正整数"):
         sharding.mesh_sizes({"X": 0})
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        *("float32", "float16", "bfloat16", "int8", "uint8", "float8_e4m3fn", "float64", "f4", "<f4", "i1", "f2"),
+        *("u2", "c8", "bool", "half", "single", "double", "int", "float", "complex", "q", "e", "?", "S3", "U2"),
+        *(np.float32, np.float16, np.int8, np.float64, np.bool_, float, int, bool, complex, None),
+        *(np.dtype("float32"), jnp.bfloat16, jnp.float32, jnp.int8, jnp.float8_e5m2, jnp.dtype("bfloat16")),
+    ],
+    ids=repr,
+)
+def test_dtype_sizes_match_numpy(dtype):
+    """核心不导入 numpy，但每元素字节数与 np.dtype(x).itemsize 一致"""
+    assert sharding._itemsize(dtype) == np.dtype(dtype).itemsize

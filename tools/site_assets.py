@@ -2,7 +2,8 @@
 
 一、MathJax：构建时从 npm 安装锁定的版本，只把用得到的部分复制进网站。
 
-版本锁定在仓库根目录的 ``package.json`` / ``package-lock.json``（mathjax 3.2.2，Apache-2.0）；
+版本锁定在仓库根目录的 ``package.json`` / ``package-lock.json``（mathjax 3.2.2，Apache-2.0；
+同一次安装也装上交互探索器用的 pyodide，由 ``tools/site_explorer.py`` 复制进网站）；
 ``node_modules/`` 不提交。网站里只放这些（约 2 MB）：
 
 - ``_static/mathjax/tex-chtml.js``：TeX 输入 + CHTML 输出（含菜单与 assistive MathML）
@@ -43,11 +44,14 @@ PARTS = (ENTRY, "output/chtml/fonts/woff-v2", "input/tex/extensions")
 NPM_CI = ["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"]
 
 
-def pinned_version(root: Path = ROOT) -> str:
-    """package.json 里锁定的 mathjax 版本（必须是精确版本号）"""
-    version = json.loads((root / "package.json").read_text(encoding="utf-8"))["dependencies"]["mathjax"]
+PINNED = ("mathjax", "pyodide")  # 构建时要装好的 npm 包
+
+
+def pinned_version(root: Path = ROOT, package: str = "mathjax") -> str:
+    """package.json 里锁定的版本（必须是精确版本号）"""
+    version = json.loads((root / "package.json").read_text(encoding="utf-8"))["dependencies"][package]
     if not version[:1].isdigit():
-        raise RuntimeError(f"package.json 里的 mathjax 必须锁定精确版本，而不是 {version!r}")
+        raise RuntimeError(f"package.json 里的 {package} 必须锁定精确版本，而不是 {version!r}")
     return version
 
 
@@ -71,19 +75,25 @@ class _InstallLock:
         self.file.close()
 
 
+def _all_pinned() -> bool:
+    return all(installed_version(ROOT / "node_modules" / p) == pinned_version(package=p) for p in PINNED)
+
+
 def ensure_installed() -> Path:
-    """确认 node_modules 里是锁定版本的 MathJax，否则 npm ci；返回 es5 目录"""
-    want = pinned_version()
-    if installed_version() != want:
+    """确认 node_modules 里是锁定版本的 MathJax 与 Pyodide，否则 npm ci；返回 MathJax 的 es5 目录"""
+    if not _all_pinned():
         with _InstallLock():
-            if installed_version() != want:  # 等锁期间另一个构建可能已经装好
+            if not _all_pinned():  # 等锁期间另一个构建可能已经装好
                 if shutil.which("npm") is None:
-                    raise RuntimeError("构建网站需要 npm（Node.js）来安装锁定版本的 MathJax；请先安装 Node.js")
+                    raise RuntimeError(
+                        "构建网站需要 npm（Node.js）来安装锁定版本的 MathJax 与 Pyodide；请先安装 Node.js"
+                    )
                 proc = subprocess.run(NPM_CI, cwd=ROOT, capture_output=True, text=True)
                 if proc.returncode != 0:
-                    raise RuntimeError(f"npm ci 安装 MathJax {want} 失败：\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-                if installed_version() != want:
-                    raise RuntimeError(f"npm ci 之后 node_modules/mathjax 仍不是 {want}")
+                    raise RuntimeError(f"npm ci 安装锁定的前端资源失败：\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+                for p in PINNED:
+                    if installed_version(ROOT / "node_modules" / p) != pinned_version(package=p):
+                        raise RuntimeError(f"npm ci 之后 node_modules/{p} 仍不是 {pinned_version(package=p)}")
     es5 = PACKAGE_DIR / "es5"
     missing = [p for p in PARTS if not (es5 / p).exists()]
     if missing:

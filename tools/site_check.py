@@ -127,6 +127,8 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         ".woff": "font/woff",
         ".woff2": "font/woff2",
         ".js": "text/javascript",
+        ".mjs": "text/javascript",
+        ".wasm": "application/wasm",
         ".ipynb": "application/json",
         ".md": "text/markdown; charset=utf-8",
     }

@@ -8,6 +8,7 @@
 - cost：代价模型，一个公式一个函数；reference：集合通信的 NumPy 参考语义
 - torus：环、线与环面拓扑和每一步的调度；ring：按调度搬运数据块、计数并计时每条链路的模拟器
 - sharding：分片记号 A[I_X, J_Y]{U_X}，本地形状、字节数与复制份数；planner：分片矩阵乘法的规划器
+- explorer：网页上两个交互探索器显示的数字（浏览器里由 Pyodide 运行；units … planner 与它只用标准库）
 - untrusted：不可信的文本（学生的笔记本、花名册、沙箱的输出）在进入文件、日志或终端之前的清理与转义
 
 JAX 层（只经由 runtime 使用 JAX）

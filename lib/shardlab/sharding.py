@@ -23,8 +23,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from shardlab.units import BYTES_PER_ELEMENT, bytes_of
 
 __all__ = [
@@ -377,14 +375,50 @@ def replication_factor(spec: ShardedSpec | str, mesh) -> int:
     return math.prod(n for a, n in mesh_sizes(mesh).items() if a not in spec.sharded_axes)
 
 
+# numpy / jax / ml_dtypes 的类型名 → 每元素字节数（与 np.dtype(x).itemsize 相同；核心不导入 numpy）
+_ITEMSIZE = {
+    **dict.fromkeys(("bool", "bool_", "int8", "uint8", "byte", "ubyte", "b", "B", "?"), 1),
+    **dict.fromkeys(
+        ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e4m3b11fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e4m3"),
+        1,
+    ),
+    **dict.fromkeys(("float8_e3m4", "float8_e8m0fnu", "int4", "uint4", "int2", "uint2", "float4_e2m1fn"), 1),
+    **dict.fromkeys(("float16", "half", "bfloat16", "int16", "uint16", "short", "ushort", "e", "h", "H"), 2),
+    **dict.fromkeys(("float32", "single", "int32", "uint32", "intc", "uintc", "f", "i", "I"), 4),
+    **dict.fromkeys(("float64", "double", "float", "int64", "uint64", "int", "longlong", "ulonglong", "d"), 8),
+    **dict.fromkeys(("q", "Q", "l", "L", "complex64", "csingle", "F"), 8),
+    **dict.fromkeys(("complex128", "cdouble", "complex", "D"), 16),
+}
+_TYPESTR = re.compile(r"[<>=|]?([?bBiufcVSU])(\d+)")
+
+
+def _itemsize(dtype) -> int | None:
+    """每元素字节数：np.dtype 对象（itemsize）、jax / numpy 的标量类型、类型名或 'f4' 这样的类型串"""
+    size = getattr(dtype, "itemsize", None)
+    if isinstance(size, int):
+        return size
+    inner = getattr(dtype, "dtype", None)  # jnp.bfloat16 这类标量类型带着自己的 dtype
+    if isinstance(getattr(inner, "itemsize", None), int):
+        return inner.itemsize
+    if dtype is None:
+        return 8  # np.dtype(None) 是 float64
+    if isinstance(dtype, type):
+        dtype = dtype.__name__
+    if not isinstance(dtype, str):
+        return None
+    if dtype in _ITEMSIZE:
+        return _ITEMSIZE[dtype]
+    m = _TYPESTR.fullmatch(dtype)
+    return int(m.group(2)) * (4 if m.group(1) == "U" else 1) if m else None
+
+
 def _dtype_name(dtype) -> str:
     """'bf16' 等名字，或 numpy / jax 的 dtype（按每元素字节数映射）"""
     if isinstance(dtype, str) and dtype in BYTES_PER_ELEMENT:
         return dtype
-    try:
-        size = np.dtype(dtype).itemsize
-    except TypeError:
-        raise ShardingError(f"未知的数据类型（dtype）{dtype!r}：可选 {', '.join(BYTES_PER_ELEMENT)}") from None
+    size = _itemsize(dtype)
+    if size is None:
+        raise ShardingError(f"未知的数据类型（dtype）{dtype!r}：可选 {', '.join(BYTES_PER_ELEMENT)}")
     for name, n in (("int8", 1), ("bf16", 2), ("fp32", 4)):
         if n == size:
             return name

@@ -1,0 +1,304 @@
+"""交互探索器在真实的 Chromium 里（tools/site_explorer.py、book/_static/shardlab-explorer.js）
+
+不需要构建整本书：在临时目录里放一页（两个探索器）和构建时复制进网站的同一批文件（Pyodide 运行时、
+NOTICE、当场打包的 shardlab-core.zip），由 tools/site_check.py 的本地服务器提供。
+
+- 点“启动”之前不请求 Pyodide 的任何文件；
+- 改动控件后，data-state 里的参数原样交给本机的 shardlab.explorer，结果相差不超过 1e-12（相对）；
+- 没有请求离开 127.0.0.1、没有失败的请求、控制台没有错误；桌面 1400 px 与手机 390 px 各一遍；
+- file:// 打开、或 .wasm 的 MIME 类型不对时，几秒内用中文说明怎么办。
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import math
+import shutil
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tools import site_check, site_explorer  # noqa: E402
+
+from shardlab import explorer  # noqa: E402
+
+slow = pytest.mark.slow
+MAX_GROWTH = 16 * 1024 * 1024
+WIDTHS = {"desktop": {"width": 1400, "height": 900}, "phone": {"width": 390, "height": 844}}
+
+
+def _page_html() -> str:
+    widgets = "".join(site_explorer.widget_html(kind) for kind in site_explorer.KINDS)
+    return (
+        '<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="stylesheet" href="_static/shardlab-explorer.css">'
+        '<script src="_static/shardlab-explorer.js" defer></script><title>探索器</title></head>'
+        f"<body>{widgets}</body></html>"
+    )
+
+
+@pytest.fixture(scope="module")
+def explorer_site(tmp_path_factory) -> Path:
+    site = tmp_path_factory.mktemp("explorer-site")
+    site_explorer.copy_into(site / "_static" / site_explorer.STATIC_DIR)
+    for name in ("shardlab-explorer.js", "shardlab-explorer.css"):
+        shutil.copy2(ROOT / "book" / "_static" / name, site / "_static" / name)
+    (site / "index.html").write_text(_page_html(), encoding="utf-8")
+    return site
+
+
+# ---------- 不需要浏览器 ----------
+
+
+def test_pyodide_is_pinned():
+    from tools import site_assets
+
+    version = site_assets.pinned_version(package="pyodide")
+    lock = json.loads((ROOT / "package-lock.json").read_text(encoding="utf-8"))
+    assert lock["packages"]["node_modules/pyodide"]["version"] == version == "314.0.8"
+    assert "pyodide" in site_assets.PINNED
+
+
+def test_runtime_files_notice_and_size(explorer_site):
+    static = explorer_site / "_static" / site_explorer.STATIC_DIR
+    names = {p.name for p in static.iterdir()}
+    assert {"pyodide.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json", "NOTICE"} <= names
+    assert not any(n.endswith((".map", ".d.ts", ".html")) for n in names)
+    notice = (static / "NOTICE").read_text(encoding="utf-8")
+    assert "Mozilla Public License Version 2.0" in notice and "PYTHON SOFTWARE FOUNDATION LICENSE" in notice
+    size = sum(p.stat().st_size for p in static.iterdir())
+    size += sum(
+        (ROOT / "book" / "_static" / n).stat().st_size for n in ("shardlab-explorer.js", "shardlab-explorer.css")
+    )
+    assert size <= MAX_GROWTH, f"网站增加 {size / 2**20:.1f} MiB"
+
+
+def test_core_zip_is_the_library_source_and_standard_library_only(explorer_site, tmp_path):
+    zpath = explorer_site / "_static" / site_explorer.STATIC_DIR / site_explorer.CORE_ZIP
+    with zipfile.ZipFile(zpath) as zf:
+        for mod in site_explorer.CORE_MODULES:
+            assert zf.read(f"shardlab/{mod}.py") == (ROOT / "lib" / "shardlab" / f"{mod}.py").read_bytes()
+    assert site_explorer.core_zip() == zpath.read_bytes()  # 可重现
+    # 只有标准库与 zip 时也能算出结果（-I：不读环境变量与用户目录，-S：不加 site-packages）
+    code = (
+        f"import sys; sys.path.insert(0, {str(zpath)!r}); from shardlab import explorer; "
+        "s = explorer.collective_state('v5e', 'all_gather', 10**6, axes=['X'], mesh={'X': 16, 'Y': 16}); "
+        "assert 'numpy' not in sys.modules and 'jax' not in sys.modules; print(repr(s['time_s']))"
+    )
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True)
+    native = explorer.collective_state("v5e", "all_gather", 10**6, axes=["X"], mesh={"X": 16, "Y": 16})
+    assert float(out.stdout) == native["time_s"]
+
+
+# ---------- 浏览器 ----------
+
+
+def _close(a, b, path="") -> list[str]:
+    """递归比较 JSON：数值相对误差 ≤ 1e-12，其余相等"""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return [f"{path}: 键不同 {sorted(a.keys() ^ b.keys())}"]
+        return [m for k in a for m in _close(a[k], b[k], f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: 长度 {len(a)} ≠ {len(b)}"]
+        return [m for i, (x, y) in enumerate(zip(a, b)) for m in _close(x, y, f"{path}[{i}]")]
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return [] if math.isclose(a, b, rel_tol=1e-12, abs_tol=0.0) else [f"{path}: {a!r} ≠ {b!r}"]
+    return [] if a == b else [f"{path}: {a!r} ≠ {b!r}"]
+
+
+def _native(state: dict) -> dict:
+    args = state["args"]
+    if "collective" in args:
+        return explorer.collective_state(**args)
+    return explorer.sharding_state(**args)
+
+
+# 每一步：(探索器, 控件名, 值)
+STEPS = [
+    ("collectives", "nbytes", "4.5"),
+    ("collectives", "chip", "h100"),
+    ("collectives", "mesh", "X=8"),
+    ("collectives", "collective", "all_to_all"),
+    ("collectives", "chip", "v5p"),
+    ("collectives", "mesh", "X=4,Y=4,Z=4"),
+    ("collectives", "axes", "X,Y,Z"),
+    ("collectives", "nbytes", "8.25"),
+    ("collectives", "chip", "v5e"),  # v5e 没有 3D 网格：显示中文的错误
+    ("collectives", "mesh", "X=16,Y=16"),
+    ("sharding", "B", "5"),
+    ("sharding", "chip", "h100"),
+    ("sharding", "mesh", "X=2,Y=4"),
+    ("sharding", "F", "12"),
+    ("sharding", "D", "11"),
+]
+
+
+def _set(root, name: str, value: str) -> None:
+    control = root.locator(f'[name="{name}"]')
+    if control.evaluate("e => e.tagName") == "SELECT":
+        control.select_option(value)
+    else:
+        control.evaluate(
+            "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', {bubbles: true})); }",
+            value,
+        )
+
+
+def _exercise(site: Path, page_path: str, chromium: str, width: str) -> None:
+    """打开一页，启动其中每种探索器，按 STEPS 改动控件，每一步把 data-state 与本机的库比较"""
+    from playwright.sync_api import sync_playwright
+
+    requests, blocked, failed, console = [], [], [], []
+    with site_check.SiteServer(site) as server, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=site_check.CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport=WIDTHS[width], locale="zh-CN", service_workers="block")
+
+            def route(r):
+                if urlparse(r.request.url).hostname == site_check.HOST:
+                    r.continue_()
+                else:
+                    blocked.append(r.request.url)
+                    r.abort("blockedbyclient")
+
+            context.route("**/*", route)
+            page = context.new_page()
+            page.on("request", lambda r: requests.append(r.url))
+            page.on("console", lambda m: m.type == "error" and console.append(m.text))
+            page.on("pageerror", lambda e: console.append(f"未捕获的异常 {e}"))
+            page.on("requestfailed", lambda r: failed.append(f"{r.method} {r.url} ({r.failure})"))
+            page.on("response", lambda r: r.status >= 400 and failed.append(f"HTTP {r.status} {r.url}"))
+            page.goto(server.base + page_path, wait_until="load")
+            page.wait_for_timeout(500)
+            early = [u for u in requests if "/pyodide/" in u]
+            assert not early, f"{page_path}：启动前就请求了运行时：{early}"
+            kinds = page.evaluate(
+                "[...new Set([...document.querySelectorAll('.shardlab-explorer')].map(e => e.dataset.kind))]"
+            )
+            assert kinds, f"{page_path} 里没有探索器"
+
+            problems, states = [], 0
+            for kind in kinds:
+                sel = f".shardlab-explorer[data-kind={kind}]"
+                root = page.locator(sel).first
+                root.scroll_into_view_if_needed()
+                root.locator(".shardlab-explorer-button").click()
+                page.wait_for_function(
+                    f"['is-ready', 'is-failed'].some(c => document.querySelector('{sel}').classList.contains(c))",
+                    timeout=180_000,
+                )
+                assert "is-ready" in root.get_attribute("class"), root.locator(".shardlab-explorer-status").inner_text()
+                steps = [("", "", "")] + [s for s in STEPS if s[0] == kind]
+                for _, name, value in steps:
+                    if name:
+                        before = root.get_attribute("data-state")
+                        _set(root, name, value)
+                        page.wait_for_function(
+                            "([sel, s]) => document.querySelector(sel).dataset.state !== s", arg=[sel, before]
+                        )
+                    state = json.loads(root.get_attribute("data-state"))
+                    problems += [f"{kind} {name}={value} {m}" for m in _close(state, _native(state))]
+                    states += 1
+                    if name == "chip" and value == "v5e" and kind == "collectives":
+                        assert "error" in state and "这组参数算不了" in root.inner_text()
+                if width == "phone":
+                    right = root.evaluate("e => e.getBoundingClientRect().right - window.innerWidth")
+                    assert right <= 1, f"{page_path}：手机上探索器超出屏幕 {right:.0f} px"
+                    overflow = root.evaluate("e => e.scrollWidth - e.clientWidth")
+                    assert overflow <= 1, f"{page_path}：手机上探索器的内容比它宽 {overflow} px"
+                    if kind == "collectives":
+                        smallest = root.evaluate(
+                            "e => Math.min(...[...e.querySelectorAll('.shardlab-explorer-plot text')].map("
+                            "t => t.getBoundingClientRect().height), Infinity)"
+                        )
+                        assert 10 <= smallest < 100, f"图里的字只有 {smallest:.1f} px 高"
+            assert not problems, "\n".join(problems[:20])
+            assert states == sum(1 + sum(s[0] == k for s in STEPS) for k in kinds)
+            runtime = {urlparse(u).path.rsplit("/", 1)[-1] for u in requests if "/pyodide/" in u}
+            assert {"pyodide.mjs", "pyodide.asm.wasm", "python_stdlib.zip", site_explorer.CORE_ZIP} <= runtime
+        finally:
+            browser.close()
+    assert not blocked, f"{page_path}：请求离开了网站：{blocked}"
+    assert not failed, f"{page_path}：失败的请求：{failed}"
+    assert not console, f"{page_path}：控制台错误：{console}"
+
+
+@slow
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_explorers_match_the_native_library(explorer_site, chromium, width):
+    _exercise(explorer_site, "index.html", chromium, width)
+
+
+@slow
+def test_built_site_carries_the_runtime_and_its_explorers_work(site, chromium):
+    """构建好的网站：运行时、NOTICE 与 shardlab-core.zip 都在，大小不超过上限；用到探索器的每一页在两种宽度下都对"""
+    static = site / "_static" / site_explorer.STATIC_DIR
+    assert (static / site_explorer.CORE_ZIP).read_bytes() == site_explorer.core_zip()
+    assert "Mozilla Public License" in (static / "NOTICE").read_text(encoding="utf-8")
+    assert {p.name for p in site_explorer.runtime_files()} <= {p.name for p in static.iterdir()}
+    size = sum(p.stat().st_size for p in static.iterdir())
+    assert size <= MAX_GROWTH, f"网站增加 {size / 2**20:.1f} MiB"
+    pages = sorted(
+        str(p.relative_to(site))
+        for p in site.rglob("*.html")
+        if 'class="shardlab-explorer"' in p.read_text(encoding="utf-8", errors="replace")
+    )
+    for page_path in pages:
+        for width in WIDTHS:
+            _exercise(site, page_path, chromium, width)
+
+
+class _WrongWasmType(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**site_check._Handler.extensions_map, ".wasm": "application/octet-stream"}
+
+    def log_message(self, format, *args):
+        pass
+
+
+@slow
+@pytest.mark.parametrize("how", ["file", "wrong-mime"])
+def test_watchdog_says_what_to_do(explorer_site, chromium, how):
+    from playwright.sync_api import sync_playwright
+
+    httpd = None
+    if how == "file":
+        url = (explorer_site / "index.html").as_uri()
+        expected = "python3 -m http.server"
+    else:
+        handler = functools.partial(_WrongWasmType, directory=str(explorer_site))
+        httpd = http.server.ThreadingHTTPServer((site_check.HOST, 0), handler)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        url = f"http://{site_check.HOST}:{httpd.server_address[1]}/index.html"
+        expected = "application/wasm"
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, headless=True, args=site_check.CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.goto(url, wait_until="load")
+                root = page.locator(".shardlab-explorer[data-kind=collectives]")
+                root.locator(".shardlab-explorer-button").click()
+                page.wait_for_function(
+                    "document.querySelector('.shardlab-explorer').classList.contains('is-failed')", timeout=5_000
+                )
+                status = root.locator(".shardlab-explorer-status").inner_text()
+                assert expected in status and "请" in status, status
+            finally:
+                browser.close()
+    finally:
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()

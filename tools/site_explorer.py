@@ -1,0 +1,217 @@
+"""交互探索器（Sphinx 扩展）：在浏览器里用 Pyodide 运行 shardlab 的纯 Python 核心
+
+章节里写::
+
+    ```{shardlab-explorer} collectives
+    ```
+
+（或 ``sharding``）就得到一个 ``<div class="shardlab-explorer">``：控件、“启动”按钮与输出区。
+读者点“启动”之前，网页不加载 Pyodide 的任何文件；启动后 ``book/_static/shardlab-explorer.js`` 加载
+``_static/pyodide/`` 里的运行时与 ``shardlab-core.zip``，每次改动控件都调用 ``shardlab.explorer``
+（与笔记本里调用的是同一份代码），把结果写进元素的 ``data-state``（JSON）再画出来。
+
+构建结束时复制进网站（约 14 MB）：
+
+- ``_static/pyodide/``：锁定版本（package.json）的 pyodide.js / pyodide.mjs、pyodide.asm.mjs（旧版本叫 pyodide.asm.js）、
+  pyodide.asm.wasm、python_stdlib.zip、pyodide-lock.json，以及 NOTICE（Pyodide 的 MPL-2.0 与 CPython 的 PSF 许可证）；
+- ``_static/pyodide/shardlab-core.zip``：由 lib/shardlab 当场打包的核心模块（CORE_MODULES），只用标准库。
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYODIDE_DIR = ROOT / "node_modules" / "pyodide"
+LICENSES = Path(__file__).resolve().parent / "licenses"
+LIB = ROOT / "lib" / "shardlab"
+CORE_MODULES = ("units", "names", "hardware", "cost", "sharding", "planner", "explorer")
+# 运行时需要的文件；括号里是可以互相替代的名字（不同版本的 Pyodide）
+RUNTIME_FILES = (
+    ("pyodide.js",),
+    ("pyodide.mjs",),
+    ("pyodide.asm.mjs", "pyodide.asm.js"),
+    ("pyodide.asm.wasm",),
+    ("python_stdlib.zip",),
+    ("pyodide-lock.json",),
+)
+STATIC_DIR = "pyodide"
+CORE_ZIP = "shardlab-core.zip"
+KINDS = ("collectives", "sharding")
+
+CHIPS = (
+    ("v5e", "TPU v5e"),
+    ("v5p", "TPU v5p"),
+    ("v6e", "TPU v6e"),
+    ("v4", "TPU v4p"),
+    ("h100", "H100"),
+    ("h200", "H200"),
+    ("b200", "B200"),
+    ("gb200", "GB200 NVL72"),
+    ("cpu", "CPU（模拟设备）"),
+)
+COLLECTIVE_MESHES = ("X=16,Y=16", "X=8,Y=16", "X=4,Y=4", "X=4,Y=4,Z=4", "X=8", "X=64")
+SHARDING_MESHES = ("Y=4", "Y=8", "X=2,Y=4", "X=4,Y=4")
+COLLECTIVES = (
+    ("all_gather", "AllGather"),
+    ("reduce_scatter", "ReduceScatter"),
+    ("all_reduce", "AllReduce"),
+    ("all_to_all", "AllToAll"),
+)
+
+
+def pyodide_version() -> str:
+    return json.loads((PYODIDE_DIR / "package.json").read_text(encoding="utf-8"))["version"]
+
+
+def runtime_files(pyodide_dir: Path = PYODIDE_DIR) -> list[Path]:
+    """要复制进网站的 Pyodide 文件；缺了就报错"""
+    found = []
+    for names in RUNTIME_FILES:
+        path = next((pyodide_dir / n for n in names if (pyodide_dir / n).is_file()), None)
+        if path is None:
+            raise RuntimeError(f"node_modules/pyodide 里没有 {' 或 '.join(names)}；删除 node_modules 后重新构建")
+        found.append(path)
+    return found
+
+
+def core_zip() -> bytes:
+    """把 lib/shardlab 的核心模块打成 zip（固定时间戳，内容相同则字节相同）"""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+
+        def add(name: str, text: str) -> None:
+            info = zipfile.ZipInfo(f"shardlab/{name}", date_time=(2000, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, text)
+
+        add("__init__.py", '"""shardlab 的纯 Python 核心（网页里的交互探索器用）"""\n')
+        for mod in CORE_MODULES:
+            add(f"{mod}.py", (LIB / f"{mod}.py").read_text(encoding="utf-8"))
+    return buf.getvalue()
+
+
+def notice() -> str:
+    version = pyodide_version()
+    python = json.loads((PYODIDE_DIR / "pyodide-lock.json").read_text(encoding="utf-8"))["info"]["python"]
+    return "\n".join(
+        [
+            "本目录的第三方软件与许可证",
+            "==========================",
+            "",
+            f"Pyodide {version}（https://github.com/pyodide/pyodide，npm 包 pyodide@{version}）：",
+            "pyodide.js、pyodide.mjs、pyodide.asm.*、pyodide-lock.json，Mozilla Public License 2.0（全文见下）。",
+            "源码：https://github.com/pyodide/pyodide/tree/" + version,
+            "",
+            f"CPython {python}（编译进 pyodide.asm.wasm；标准库在 python_stdlib.zip）：",
+            "Python Software Foundation License（PSF 许可证；下面的全文取自 CPython 3.11 的 LICENSE，各版本用同一协议）。",
+            "",
+            "shardlab-core.zip：本课程的 shardlab 核心模块，MIT 许可证（仓库根目录的 LICENSE）。",
+            "",
+            "",
+            (LICENSES / "MPL-2.0.txt").read_text(encoding="utf-8"),
+            "",
+            "",
+            (LICENSES / "CPython-LICENSE.txt").read_text(encoding="utf-8"),
+        ]
+    )
+
+
+def copy_into(dest: Path) -> None:
+    """把运行时、NOTICE 与 shardlab-core.zip 放进 dest（即 <outdir>/_static/pyodide）"""
+    if str(ROOT) not in sys.path:  # 作为 local_extensions 载入时只有 tools/ 在 sys.path 上
+        sys.path.insert(0, str(ROOT))
+    from tools import site_assets
+
+    site_assets.ensure_installed()
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in runtime_files():
+        shutil.copy2(path, dest / path.name)
+    (dest / "NOTICE").write_text(notice(), encoding="utf-8")
+    (dest / CORE_ZIP).write_bytes(core_zip())
+
+
+# ---- 控件 ----
+
+
+def _select(name: str, label: str, options, selected) -> str:
+    opts = "".join(
+        f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(t)}</option>'
+        for v, t in options
+    )
+    return f'<label>{label}<select name="{name}" disabled>{opts}</select></label>'
+
+
+def _range(name: str, label: str, lo, hi, step, value, hint: str) -> str:
+    return (
+        f'<label>{label}<input type="range" name="{name}" min="{lo}" max="{hi}" step="{step}" value="{value}" '
+        f'disabled title="{html.escape(hint)}"><output data-for="{name}"></output></label>'
+    )
+
+
+def widget_html(kind: str) -> str:
+    """一个探索器的 HTML（控件先禁用，启动后由脚本启用）"""
+    if kind == "collectives":
+        title = "集合通信的代价：改芯片、网格与大小，看时间和延迟 / 带宽的分界"
+        controls = [
+            _select("chip", "芯片", CHIPS, "v5e"),
+            _select("collective", "集合通信", COLLECTIVES, "all_gather"),
+            _range("nbytes", "大小 V（对数刻度）", 3, 9, 0.05, 6, "10^3 到 10^9 字节"),
+            _select("mesh", "网格", [(m, m.replace(",", "，")) for m in COLLECTIVE_MESHES], "X=16,Y=16"),
+            _select("axes", "经过的轴", [("X", "X"), ("Y", "Y"), ("X,Y", "X 和 Y")], "X"),
+        ]  # fmt: skip
+    elif kind == "sharding":
+        title = "分片矩阵乘法 In[B, D] · W[D_Y, F]：规划器的各种做法与时间"
+        controls = [
+            _range("B", "批量 B（2 的幂）", 4, 17, 1, 16, "16 到 131072"),
+            _range("D", "D（2 的幂）", 10, 15, 1, 13, "1024 到 32768"),
+            _range("F", "F（2 的幂）", 10, 17, 1, 15, "1024 到 131072"),
+            _select("chip", "芯片", CHIPS, "v5p"),
+            _select("mesh", "网格", [(m, m.replace(",", "，")) for m in SHARDING_MESHES], "Y=4"),
+        ]
+    else:
+        raise ValueError(f"未知的探索器 {kind!r}：可选 {', '.join(KINDS)}")
+    return (
+        f'<div class="shardlab-explorer" data-kind="{kind}" data-state="">'
+        f'<div class="shardlab-explorer-title">{html.escape(title)}</div>'
+        '<div class="shardlab-explorer-start"><button type="button" class="shardlab-explorer-button">'
+        '启动交互探索器</button> <span class="shardlab-explorer-status" role="status">'
+        "点“启动”后才在浏览器里加载 Python（Pyodide，约 14 MB，只加载一次）。</span></div>"
+        f'<form class="shardlab-explorer-controls" onsubmit="return false">{"".join(controls)}</form>'
+        '<div class="shardlab-explorer-output" aria-live="polite"></div>'
+        "</div>"
+    )
+
+
+# ---- Sphinx 扩展 ----
+
+
+def setup(app):
+    from docutils import nodes
+    from sphinx.util.docutils import SphinxDirective
+
+    class ExplorerDirective(SphinxDirective):
+        required_arguments = 1
+        has_content = False
+
+        def run(self):
+            kind = self.arguments[0].strip()
+            if kind not in KINDS:
+                raise self.error(f"shardlab-explorer 的参数应是 {' 或 '.join(KINDS)}，而不是 {kind!r}")
+            return [nodes.raw("", widget_html(kind), format="html")]
+
+    def build_finished(app, exception) -> None:
+        if exception is None and app.builder.format == "html":
+            copy_into(Path(app.outdir) / "_static" / STATIC_DIR)
+
+    app.add_directive("shardlab-explorer", ExplorerDirective)
+    app.add_js_file("shardlab-explorer.js", defer="defer")
+    app.add_css_file("shardlab-explorer.css")
+    app.connect("build-finished", build_finished)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
