@@ -1227,8 +1227,8 @@ def test_answering_problem_8_in_the_books_order_is_a_slip_not_copying():
     checked = 0
     for params in drawn.values():
         for letter in "abc":
-            if problems.p8_scheme(params["cases8"], letter) == problems.p8_scheme(book, letter):
-                continue
+            if problems.p8_scheme(book, letter) in ("none", problems.p8_scheme(params["cases8"], letter)):
+                continue  # 答 0 不算这种失误（见 answers._p8_book_order）
             for quantity in ("bytes", "time"):
                 spec = answers.get(f"ch06-p8{letter}-{quantity}")
                 wrong, right = spec.value({**params, "cases8": book}), spec.value(params)
