@@ -260,3 +260,38 @@ def test_p7_speedup_is_printed(glued_solutions):
     full = 2 * n**3 / c
     ag = 2 * (2 * n * n) * 63 / (64 * 3 * 3 * w1)
     assert float(glued_solutions["ch06-sol-p7-speedup"]) == pytest.approx(full / (full / 64 + ag), abs=0.05)
+
+
+def test_line_allreduce_chain_thresholds(glued):
+    """v5e 的线：ReduceScatter + AllGather 的门槛 2(N-1)C/W_单向（N = 8：61,289）；流水线化的链式 AllReduce 是 V/W_单向，
+    门槛与有回绕的环相同 2NC/W_双向（N = 8：35,022）。6.2 的小测验：V = 8.39 MB，链式 V/W_单向 ≈ 186 µs"""
+    assert number(glued["ch06-v5e-n8"]) == round(2 * 7 * V5E_C / V5E_W1) == 61289
+    assert number(glued["ch06-v5e-n8-chain"]) == round(2 * 8 * V5E_C / (2 * V5E_W1)) == 35022
+    v = 2 * 1024 * 4096
+    assert number(glued["ch06-q2-chain"]) == pytest.approx(v / V5E_W1, rel=0.01)
+
+
+def test_xla_on_mismatched_axes_costs(glued):
+    """A[I, J_X]·B[J_Y, K]（2×4 的两条线，4096, 8192, 4096）：XLA 收集 A（X，1 跳 × V_A/2）与 B（Y，3 跳 × V_B/4），
+    每个设备算整个乘法：≈ 1.40 + 0.746 + 1.12 ≈ 3.26 ms"""
+    i, j, k = 4096, 8192, 4096
+    want = 2 * i * j * k / V5E_C + (2 * i * j) / 2 / V5E_W1 + 3 * (2 * j * k) / 4 / V5E_W1
+    assert number(glued["ch06-mis-xla"]) == pytest.approx(want, rel=0.01)
+    assert number(glued["ch06-mis-best"]) < number(glued["ch06-mis-xla"])
+
+
+def test_gather_then_split_beats_allreduce(glued):
+    """6.3 的 Case 2（v5p 长 4 的环）：收集 A 后各算 1/4、再收集输出 = 2IJK/(4C) + V_A/(2W_单向) + V_C/(2W_单向) ≈ 1.72 ms，
+    比切片再 AllReduce 的 2.09 ms 快"""
+    i, j, k = 4096, 8192, 16384
+    want = 2 * i * j * k / (4 * V5P_C) + (2 * i * j) / (2 * V5P_W1) + (2 * i * k) / (2 * V5P_W1)
+    assert number(glued["ch06-c2-gather-split-total"]) == pytest.approx(want, rel=0.01)
+    assert number(glued["ch06-c2-gather-split-total"]) < number(glued["ch06-c2-reduce-total"])
+
+
+def test_gb200_and_swiglu(glued):
+    """GB200 每 GPU 稠密 BF16 约 2.5e15：C/W_GPU ≈ 2,778，F = 32768 时 N ≤ 12；SwiGLU 三次乘法 6TDF/(8C) ≈ 730 µs"""
+    ci = 2.5e15 / 9e11
+    assert number(glued["ch06-gb200-own-ci"]) == round(ci)
+    assert number(glued["ch06-mlp-nmax-gb200-own"]) == max(n for n in range(1, 73) if 32768 > (n - 1) * ci) == 12
+    assert number(glued["ch06-mlp-math3"]) == pytest.approx(6 * 4096 * 8192 * 28672 / (8 * H100_C), rel=0.01)

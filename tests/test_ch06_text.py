@@ -90,7 +90,7 @@ def test_reader_facing_wording():
 def test_ring_threshold_is_not_attributed_to_the_book():
     """原书没有算过 v5e、N = 4 的门槛；2NC/W 的数是本章自己算的"""
     assert "那是原书按环算出的数字" not in CHAPTER
-    assert "门槛是 $2NC/W$，约 {glue:text}`ch06-v5e-n4-ring`" in CHAPTER
+    assert "门槛与有回绕的环一样是 $2NC/W_\\text{双向}$，约 {glue:text}`ch06-v5e-n4-ring`" in CHAPTER
 
 
 def test_exercise_8_does_not_give_away_the_answer():
@@ -160,3 +160,86 @@ def test_review_fixes():
     p10 = SOLUTIONS.split("## 问题 10", 1)[1]
     assert "（模型 0.25）" not in p10 and "ch06-sol-p10-bw" in p10
     assert "ch06-sol-p2c-4" in SOLUTIONS
+
+
+def section(title: str, end: str) -> str:
+    return CHAPTER.split(title, 1)[1].split(end, 1)[0]
+
+
+def test_line_allreduce_cost_names_the_algorithm():
+    """线上 AllReduce 的 2(N-1)/N·V/W_单向 属于 ReduceScatter + AllGather；流水线化的链式算法只要 V/W_单向（与环相同）。
+    依赖前者的说法（门槛、“上升得更快”、小结、6.2 的小测验、习题 8 的原书版本）都要写明算法，并给出链式的数"""
+    s65 = section("## 6.5", "## 6.6")
+    assert "没有回绕的 TPU 轴是一条线，AllReduce 要" not in s65
+    assert "链式" in s65 and "cost.allreduce_line_pipelined" in s65 and "d_threshold_chain" in s65
+    for key in ("ch06-v5e-n4-ring", "ch06-v5e-n8-chain", "ch06-v5e-h100-n4-ratio"):
+        assert f"{{glue:text}}`{key}`" in s65
+    assert "门槛随 $N$ 上升，没有回绕的轴上升得更快" not in s65
+    assert "与 v5e 比，主要是 v5e 这几条轴是线" not in s65
+    summary = section("## 小结", "## 进一步阅读")
+    assert "在线上更高（" not in summary and "ch06-v5e-n4-ring" in summary
+    case2 = section("### Case 2", "### Case 3")
+    assert "AllReduce 是它的两倍）" not in case2 and "ReduceScatter + AllGather" in case2
+    assert "ch06-q2-chain" in section("小测验：是哪一种情形", "(sec-ch06-cost)=")
+    p8 = SOLUTIONS.split("## 问题 8", 1)[1].split("## 问题 9", 1)[0]
+    assert "是这里 ReduceScatter 的两倍时间" not in p8 and "ch06-sol-p8-chain-ratio" in p8
+
+
+def test_xla_on_mismatched_axes_is_not_one_gather():
+    """收缩轴不一致时 XLA 把两个乘数都收集完整、输出复制；小结不能说它“只插入 all-gather，收集一个乘数”"""
+    assert "只插入 all-gather，收集一个乘数" not in CHAPTER
+    cross = section("### 四种情形之外", "```{admonition} 为什么切收缩维")
+    for key in ("ch06-mis-xla", "ch06-mis-best", "ch06-mis-xla-ag-a", "ch06-mis-xla-ag-b", "ch06-cross-xla"):
+        assert f"{{glue:text}}`{key}`" in cross
+    assert "ch06-mis-xla" in section("## 小结", "## 进一步阅读")
+
+
+def test_gathering_a_multiplicand_is_not_only_its_worst_form():
+    """收集一个乘数之后可以本地切开、各算一份、再收集输出；6.2 的表、6.3 的文字与提示都要给出这一种"""
+    case2 = section("### Case 2", "### Case 3")
+    assert "收集 $A$ 后各算 1/8" in case2 and "ch06-c2-row1-ag-split" in case2
+    s63 = section("## 6.3", "## 6.4")
+    assert "ch06-c2-gather-split-total" in s63.split("```{tip}", 1)[1]
+    assert "收集一个乘数可能搬的字节最少，却让每个设备把整个乘法算一遍。" not in s63
+
+
+def test_cost_hooks_are_for_windowed_einsum():
+    """SPMD 切分器的代价钩子用来判断要不要生成窗口化 einsum，不是在收集与切片之间选；6.6 要说 XLA 也能生成集合矩阵乘法"""
+    assert "TPU、GPU 的编译器可以提供自己的代价估计，选择可能不同" not in CHAPTER
+    assert "TPU、GPU 的编译器可能提供代价估计" not in CHAPTER
+    assert "窗口化 einsum" in section("### Case 2", "### Case 3")
+    s66 = section("## 6.6", "## 6.7")
+    assert "窗口化 einsum" in s66 and "xla_gpu_threshold_for_windowed_einsum_mib" in s66
+
+
+def test_case4_table_explains_interleaved_blocks():
+    """从 K_YX 收集主轴 Y 留下的不是 K_X：表里标“交错”，正文解释，且说明收缩维不能交错"""
+    case4 = section("### Case 4", "### 四种情形之外")
+    assert "交错" in case4 and "收缩维不能这样交错" in case4
+
+
+def test_p7_early_version_and_consistency():
+    """原书早期的 Q5 写 C[B, F]：没有下标就是完全复制；P7 的结论与表用同一个调度，第一组受延迟限制"""
+    p7 = SOLUTIONS.split("## 问题 7", 1)[1].split("## 问题 8", 1)[0]
+    assert "不要求输出复制" not in p7 and "不带下标" in p7
+    assert "C 又不至于小到受延迟限制时（前两组）" not in p7 and "ch06-sol-p7-g1-t" in p7
+    assert "ch06-sol-p7-ag-ratio" in p7 and r"C_\text{芯片}" in p7
+
+
+def test_exercises_are_not_answered_in_the_body():
+    """习题 4、9 的通信与计算之比、习题 6 的 1/4 的解释、习题 8(b) 的分片不在正文里直接给出"""
+    assert "（习题 8(b)）" not in CHAPTER
+    assert "V_A > 2V_C" not in CHAPTER and "（即 $J > 2K$）" not in CHAPTER
+    assert "平均走的距离也只有环长的" not in CHAPTER
+    cross_table = section("odd_cases = [", "```")
+    assert '("A[I_X, J]", "B[J_X, K_Y]", dict(I=4096, J=8192, K=4096))' not in cross_table
+
+
+def test_small_wording_fixes():
+    assert "红色块在设备 1" not in CHAPTER.replace("朱红色块在设备 1", "")
+    assert "本书还没有收录 GPU 的实测数据" not in CHAPTER and "### 单芯片 roofline 的实测数据" not in CHAPTER
+    assert "那相当于假设两段能完全重叠" not in CHAPTER
+    assert 'f"{V5E.flops_bf16:.3g}"' not in CHAPTER and 'f"{GB200.flops_bf16:.3g}"' not in CHAPTER
+    assert "数组只有几十 kB" not in CHAPTER and "ch06-c2demo-b-bytes" in CHAPTER
+    assert "ch06-gb200-own-ci" in CHAPTER and "ch06-mlp-math3" in CHAPTER
+    assert "原书的数字：16" not in SOLUTIONS

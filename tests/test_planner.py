@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
+import math
+import re
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +16,7 @@ from jax.sharding import NamedSharding
 
 from shardlab import collectives, hardware, runtime
 from shardlab.planner import plan_matmul
-from shardlab.sharding import ShardingError
+from shardlab.sharding import ShardingError, parse
 
 runtime.setup("cpu")
 
@@ -68,7 +71,6 @@ AGREE = [
     (M8, "A[I_X, J]", "B[J, K_X]", "C[I_X, K]", 4, ("all_gather",)),  # AllGather B
     (M8, "A[I_X, J]", "B[J, K_X]", "C[I, K_X]", 4, ("all_gather",)),  # AllGather A
     (M8, "A[I_X, J]", "B[J, K_X]", "C[I, K]", 4, ("all_gather", "all_gather")),  # 一个乘数，再 C
-    (M24, "A[I_Y, J]", "B[J, K_Y]", "C[I_Y, K_X]", 4, ("all_gather",)),  # AllGather B，再切 K
 ]
 
 
@@ -98,6 +100,9 @@ DIFFER = [
     # Case 3 + 4：规划器把 X 从非收缩维挪到收缩维（两次 AllToAll）再 AllReduce_YX；
     # XLA AllGather_X B → 本地 matmul → AllReduce_Y → AllGather_X C
     (M24, "A[I_X, J_Y]", "B[J_Y, K_X]", "C[I, K]", 4, {"all-gather", "all-reduce"}),
+    # Case 4 → C[I_Y, K_X]：XLA 沿 Y 收集整个 B 再本地切 K。先切成 K_YX 只收集一半更省，可收集主轴 Y 之后
+    # K 的块是交错的（每个 Y 块里的第 x 段），不是 K_X；规划器再用两次 AllToAll_X 把输出排回 C[I_Y, K_X]
+    (M24, "A[I_Y, J]", "B[J, K_Y]", "C[I_Y, K_X]", 4, {"all-gather"}),
 ]
 
 
@@ -130,10 +135,11 @@ def test_multi_axis_reduction_rows(out, kind):
 
 def test_known_gap_collective_permute():
     """A[I_X, J]·B[J, K_X] → C[I_X, K_Y]：XLA 用 collective-permute 把 B 的 K_X 块直接送到需要它的设备，
-    规划器的词汇里没有点对点置换，只能 AllGather B。XLA 改变做法时这个测试会失败，提醒更新书里的说明"""
+    规划器的词汇里没有点对点置换，只能先 AllGather 一个乘数，再用 AllToAll 把块排成想要的次序（只收集 B 的一半，
+    K 的块是交错的，不是 K_Y）。XLA 改变做法时这个测试会失败，提醒更新书里的说明"""
     mesh = mesh_of(*M24)
     p = plan(mesh, "A[I_X, J]", "B[J, K_X]", "C[I_X, K_Y]")
-    assert p.case == 4 and p.kinds == ("all_gather",)
+    assert p.case == 4 and p.kinds[0] == "all_gather" and set(p.kinds[1:]) == {"all_to_all"}
     got, _ = xla_collectives(mesh, "A[I_X, J]", "B[J, K_X]", "C[I_X, K_Y]")
     assert got == {"collective-permute"}
     assert p.find(got) is None
@@ -261,3 +267,134 @@ def test_alternatives_have_distinct_labels():
         labels = [o.label for o in p.alternatives]
         assert len(labels) == len(set(labels)), [x for x in labels if labels.count(x) > 1]
         assert all(f"本地 matmul 得 {o.c_local}" in o.label for o in p.alternatives)
+
+
+# ---- 每一步在每个设备上真的成立：按下标集合重放做法 ----
+# 这里不用规划器的记号推理，直接按定义算每个设备持有哪些块（单位：把每个维度切成 64 小段）：
+# 连续的分片由下标的顺序决定（第一个轴为主）；收集拿走的轴 = 沿它的设备手里的块合起来；
+# 加一个轴（本地切片、AllToAll 的目标维、ReduceScatter）= 把自己手里的块按次序分成几份，取第几份。
+
+_UNITS = 64
+
+
+def _coords(mesh):
+    names = list(mesh)
+    for values in itertools.product(*(range(mesh[n]) for n in names)):
+        yield dict(zip(names, values))
+
+
+def _key(c):
+    return tuple(sorted(c.items()))
+
+
+def _blocks(spec, dim, c, mesh):
+    axes = spec.axes_of(dim)
+    index = 0
+    for a in axes:
+        index = index * mesh[a] + c[a]
+    width = _UNITS // math.prod(mesh[a] for a in axes)
+    return tuple(range(index * width, (index + 1) * width))
+
+
+def _layout(spec, mesh):
+    return {_key(c): {d: _blocks(spec, d, c, mesh) for d in spec.dim_names} for c in _coords(mesh)}
+
+
+def _move(before, after, held, mesh):
+    new = {}
+    for c in _coords(mesh):
+        cur = held[_key(c)]
+        res = dict(cur)
+        for d in before.dim_names:
+            old, now = before.axes_of(d), after.axes_of(d)
+            added, gone = [a for a in now if a not in old], [a for a in old if a not in now]
+            if gone:  # 收集：沿拿走的轴的设备手里的块合起来
+                union = set()
+                for values in itertools.product(*(range(mesh[a]) for a in gone)):
+                    other = {**c, **dict(zip(gone, values))}
+                    union |= set(held[_key(other)][d])
+                res[d] = tuple(sorted(union))
+            if added:  # 按次序分成几份，取自己那一份
+                index = 0
+                for a in added:
+                    index = index * mesh[a] + c[a]
+                parts = math.prod(mesh[a] for a in added)
+                width = len(res[d]) // parts
+                res[d] = res[d][index * width : (index + 1) * width]
+        new[_key(c)] = res
+    return new
+
+
+def _spec_of(text: str):
+    return parse(re.sub(r"（[^（）]*交错）$", "", text.strip()))
+
+
+def _replay(option, a, b, contract, mesh) -> str | None:
+    """按下标集合重放一种做法；成立时返回 None，否则返回出错的地方"""
+    i = next(d for d in a.dim_names if d != contract)
+    k = next(d for d in b.dim_names if d != contract)
+    held = {"A": _layout(a, mesh), "B": _layout(b, mesh)}
+    role_of = {a.name: "A", b.name: "B"}
+    steps = iter(option.steps)
+    for line in option.trace:
+        if line.startswith("本地 matmul"):
+            for c in _coords(mesh):
+                if held["A"][_key(c)][contract] != held["B"][_key(c)][contract]:
+                    return f"设备 {c} 上两个乘数的收缩段对不上"
+            for c in _coords(mesh):  # 部分和：沿未规约轴的设备输出块相同，收缩段合起来正好是整个收缩维
+                segments = []
+                for values in itertools.product(*(range(mesh[u]) for u in option.c_local.unreduced)):
+                    other = _key({**c, **dict(zip(option.c_local.unreduced, values))})
+                    if (held["A"][other][i], held["B"][other][k]) != (held["A"][_key(c)][i], held["B"][_key(c)][k]):
+                        return "部分和的输出块不一致"
+                    segments += held["A"][other][contract]
+                if sorted(segments) != list(range(_UNITS)):
+                    return "部分和没有覆盖整个收缩维"
+            held["C"] = {key: {i: h[i], k: held["B"][key][k]} for key, h in held["A"].items()}
+            continue
+        if line.startswith("本地切片"):
+            before, after = (_spec_of(x) for x in line.split("：", 1)[1].split(" → "))
+            role = "C" if "C" in held else role_of[before.name]
+        else:
+            step = next(steps)
+            before, after, role = _spec_of(step.before), _spec_of(step.after), step.operand
+            if step.kind == "all_reduce":
+                continue
+        held[role] = _move(before, after, held[role], mesh)
+    want = _layout(option.out, mesh)
+    for c in _coords(mesh):
+        for d in option.out.dim_names:
+            if held["C"][_key(c)][d] != want[_key(c)][d]:
+                return f"输出不是 {option.out}：设备 {c} 的 {d} 段不对"
+    return None
+
+
+def test_replay_catches_a_misordered_gather():
+    """重放本身会抓错：从 K_YX 收集主轴 Y 留下的不是 K_X"""
+    b, mesh = parse("B[J, K_YX]"), {"X": 2, "Y": 4}
+    held = _move(b, parse("B[J, K_X]"), _layout(b, mesh), mesh)
+    assert held != _layout(parse("B[J, K_X]"), mesh)
+    assert _move(b, parse("B[J, K_Y]"), _layout(b, mesh), mesh) == _layout(parse("B[J, K_Y]"), mesh)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("A[I_Y, J]", "B[J, K_Y]"),  # Case 4：先切成 K_YX 再收集 Y，K 的块交错
+        ("A[I_X, J]", "B[J_X, K_Y]"),  # 交叉
+        ("A[I, J_X]", "B[J_Y, K]"),  # 收缩轴不一致
+        ("A[I, J_X]", "B[J, K_X]"),
+        ("A[I_X, J_Y]", "B[J_X, K]"),
+        ("A[I, J_XY]", "B[J_Y, K_X]"),
+        ("A[I, J_Y]", "B[J, K]"),
+    ],
+)
+@pytest.mark.parametrize("out", [None, "C[I_X, K_Y]", "C[I_Y, K_X]", "C[I, K]"])
+def test_every_option_is_sound_device_by_device(a, b, out):
+    """规划器列出的每一种做法按下标集合重放都成立：收缩段在每个设备上对得上，输出正是要的连续分片"""
+    mesh = {"X": 2, "Y": 4}
+    p = plan_matmul(a, b, "J", mesh, "v5e", shapes={"I": 4096, "J": 8192, "K": 4096}, out=out)
+    for option in p.alternatives:
+        assert _replay(option, p.a, p.b, "J", mesh) is None, option.describe()
+        if any("交错" in s.after for s in option.steps):
+            assert "交错）" in option.describe()

@@ -257,6 +257,7 @@ def _p8(letter):
         ("少了 bf16", lambda p: v(p) and line(v(p) / 2)),
         ("有 wraparound 的双向环", lambda p: v(p) and v(p) / (2 * W1E)),
         ("用了 AllReduce", when("rs", lambda p: 2 * line(v(p)))),
+        ("流水线化的链式 AllReduce", when("rs", lambda p: v(p) / W1E)),  # 线上的链式 AllReduce：V/W_单向
         ("4 字节", lambda p: v(p) and line(2 * v(p))),
         ("忽略了 (N-1)/N", lambda p: v(p) and v(p) / W1E),
         *[(kw, lambda p, f=f: None if f(p) is None else line(f(p))) for kw, f in wrong_v],

@@ -18,10 +18,13 @@
 两种组合都随 T_comms 单调，所以“每个本地状态取通信最省的路径”再比总时间，得到的就是枚举范围里总时间最短的做法。
 总时间相同时再比 T_comms、每设备 FLOPs。
 
-时间都来自 `shardlab.cost.estimate`（V 的约定见前言的“约定”一节：AllGather 取收集后的大小，
-AllReduce / ReduceScatter 取每设备未规约缓冲区的大小，AllToAll 取参与设备上的整个数组）。
-T_math = 每设备 FLOPs / 芯片算力（int8 用 ops_int8，其余按 bf16 的 flops_bf16）。
-本模块不导入 JAX。
+块的次序：记号里下标的顺序就是块在网格上的顺序（K_YX 是 Y 为主、X 为次，设备 (x, y) 持有第 y·|X| + x 块）。
+本地切片、ReduceScatter 与 AllToAll 把自己手里的那些块再分成几份，新轴排在最后（次要）；AllGather 或 AllToAll
+拿走的若不是最后几个轴（例如从 K_YX 收集 Y），留下的不是连续的 K_X，而是每个 Y 块里的第 x 段：K 的块交错
+（interleaved）了。状态里按“位”记下每个维度真实的块次序（每一位是一个网格轴，或者一段收集过、谁都持有的块），
+所以之后再切一刀时知道它真正落在哪一位上。非收缩维交错无妨（数据只是换了次序，之后收集输出时按同样的次序放回，
+代价不变），打印时标成“（K 交错）”；两个乘数的收缩维块次序不同就对不上，不能本地相乘；输出必须是记号所说的
+连续分片。
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import heapq
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from shardlab import cost, hardware, names
 from shardlab.sharding import (
@@ -355,13 +358,78 @@ def _edges(spec: ShardedSpec, ctx: _Ctx, slice_dims: tuple[str, ...], reduce: st
     return tuple(out)
 
 
-def _dijkstra(starts: Sequence[ShardedSpec], ctx: _Ctx, slice_dims, reduce, roles: Sequence[str], limit: int = 2):
+Layout = tuple[tuple[str, tuple[str | int, ...]], ...]  # 交错维度真实的块次序：((维度, 位…), …)
+
+
+def _canon(digits: list[str | int]) -> tuple[str | int, ...]:
+    """合并相邻的“谁都持有”的位（整数，记块数），去掉末尾的：末尾收集过的位与不切一样"""
+    out: list[str | int] = []
+    for d in digits:
+        if isinstance(d, int) and out and isinstance(out[-1], int):
+            out[-1] *= d
+        else:
+            out.append(d)
+    while out and isinstance(out[-1], int):
+        out.pop()
+    return tuple(out)
+
+
+def _relayout(spec: ShardedSpec, new: ShardedSpec, layout: Layout, sizes: Mapping[str, int]):
+    """一步之后真实的分片与交错维度的块次序：(真实的记号, 交错维度的块次序)；表示不了时返回 None
+
+    拿走一个轴：它那一位变成“谁都持有”；加一个轴：它切的是手里那些块里最靠前的“谁都持有”的位，没有时才排到最后。
+    """
+    old_layout = dict(layout)
+    real, out = new, []
+    for dim in spec.dim_names:
+        before, after = spec.axes_of(dim), new.axes_of(dim)
+        digits: list[str | int] = list(old_layout.get(dim, before))
+        for a in before:
+            if a not in after:
+                digits[digits.index(a)] = sizes[a]
+        for a in after:
+            if a in before:
+                continue
+            digits = list(_canon(digits))
+            free = next((n for n, d in enumerate(digits) if isinstance(d, int)), None)
+            if free is None:
+                digits.append(a)
+            elif digits[free] % sizes[a] == 0:
+                rest = digits[free] // sizes[a]
+                digits[free : free + 1] = [a] if rest == 1 else [a, rest]
+            else:
+                return None
+        digits = list(_canon(digits))
+        bound = tuple(d for d in digits if isinstance(d, str))
+        if bound != after:
+            real = real.with_axes(dim, bound)
+        if tuple(digits) != bound:
+            out.append((dim, tuple(digits)))
+    return real, tuple(out)
+
+
+def _shown(spec: ShardedSpec, layout: Layout) -> str:
+    """``B[J, K_X]（K 交错）``：块交错的维度写在记号后面"""
+    dims = [d for d, _ in layout]
+    return f"{spec}（{'、'.join(dims)} 交错）" if dims else str(spec)
+
+
+def _dijkstra(
+    starts: Sequence[ShardedSpec],
+    ctx: _Ctx,
+    slice_dims,
+    reduce,
+    roles: Sequence[str],
+    limit: int = 2,
+    layouts: Sequence[Layout] | None = None,
+):
     """多个数组联合状态 (spec, ...) 上的最短路；代价 (T_comms, 通信次数, 切片次数)，至多 limit 次通信
 
     免费切片过的轴不能再被同一个数组 AllGather（否则“切片后多轴 AllGather”会冒充更快的单轴 AllGather）。
-    返回 {(spec, ...): (代价, 路径)}，路径是 (角色, 种类, 轴, 之前, 之后) 的元组。
+    状态里记着每个数组交错维度的块次序（见模块说明），layouts 给出起点的。
+    返回 {((spec, ...), (块次序, ...)): (代价, 路径)}，路径是 (角色, 种类, 轴, 之前, 之后, 之前的块次序, 之后的块次序)。
     """
-    start = (tuple(starts), frozenset())
+    start = (tuple(starts), frozenset(), tuple(layouts) if layouts is not None else tuple(() for _ in starts))
     best = {start: ((0.0, 0, 0), ())}
     heap = [((0.0, 0, 0), 0, start)]
     counter = itertools.count(1)
@@ -369,7 +437,7 @@ def _dijkstra(starts: Sequence[ShardedSpec], ctx: _Ctx, slice_dims, reduce, role
         key, _, state = heapq.heappop(heap)
         if best[state][0] < key:
             continue
-        (specs, sliced), path = state, best[state][1]
+        (specs, sliced, lays), path = state, best[state][1]
         for n, spec in enumerate(specs):
             for new, kind, axes, t in _edges(spec, ctx, slice_dims[n], reduce):
                 if kind == "slice":
@@ -378,14 +446,18 @@ def _dijkstra(starts: Sequence[ShardedSpec], ctx: _Ctx, slice_dims, reduce, role
                     new_key, new_sliced = (key[0] + t, key[1] + 1, key[2]), sliced
                 else:
                     continue
-                nxt = (specs[:n] + (new,) + specs[n + 1 :], new_sliced)
+                moved = _relayout(spec, new, lays[n], ctx.mesh)
+                if moved is None:
+                    continue
+                real, lay = moved
+                nxt = (specs[:n] + (real,) + specs[n + 1 :], new_sliced, lays[:n] + (lay,) + lays[n + 1 :])
                 if nxt not in best or new_key < best[nxt][0]:
-                    best[nxt] = (new_key, (*path, (roles[n], kind, axes, spec, new)))
+                    best[nxt] = (new_key, (*path, (roles[n], kind, axes, spec, real, lays[n], lay)))
                     heapq.heappush(heap, (new_key, next(counter), nxt))
     result = {}
-    for (specs, _), (key, path) in best.items():
-        if specs not in result or key < result[specs][0]:
-            result[specs] = (key, path)
+    for (specs, _, lays), (key, path) in best.items():
+        if (specs, lays) not in result or key < result[(specs, lays)][0]:
+            result[(specs, lays)] = (key, path)
     return result
 
 
@@ -476,9 +548,12 @@ def plan_matmul(
     flops_rate = ctx.chip.ops_int8 if dtype == "int8" else ctx.chip.flops_bf16
     before = _dijkstra((a, b), ctx, ((i, contract), (contract, k)), None, ("A", "B"))
     options = []
-    for (a_loc, b_loc), (_, path_in) in before.items():
+    for ((a_loc, b_loc), (a_lay, b_lay)), (_, path_in) in before.items():
         if a_loc.axes_of(contract) != b_loc.axes_of(contract) or set(a_loc.axes_of(i)) & set(b_loc.axes_of(k)):
             continue  # 这个状态不能合法地本地 matmul
+        if dict(a_lay).get(contract) != dict(b_lay).get(contract):
+            continue  # 两个乘数收缩维的块次序不同：每个设备上的两段对不上
+        c_lay = tuple((d, dict(lay)[d]) for d, lay in ((i, a_lay), (k, b_lay)) if d in dict(lay))
         local = dict(zip(a_loc.dim_names, local_shape(a_loc, shapes, sizes)))
         local.update(zip(b_loc.dim_names, local_shape(b_loc, shapes, sizes)))
         flops = 2 * local[i] * local[contract] * local[k]
@@ -486,10 +561,12 @@ def plan_matmul(
             c_loc = ShardedSpec(target.name, ((i, a_loc.axes_of(i)), (k, b_loc.axes_of(k))), a_loc.axes_of(contract))
             # 部分和的两种处理：只用 AllReduce，或只用 ReduceScatter（之后可再 AllGather / AllToAll）
             for mode in ("all_reduce", "reduce_scatter") if c_loc.unreduced else (None,):
-                after = _dijkstra((c_loc,), ctx, ((i, k),), mode, ("C",))
-                goal = (target,)
+                after = _dijkstra((c_loc,), ctx, ((i, k),), mode, ("C",), layouts=(c_lay,))
+                goal = ((target,), ((),))  # 输出要的是记号所说的连续分片，不能交错
                 if goal in after:
-                    option = _option(path_in + after[goal][1], (a_loc, b_loc, c_loc), flops, flops_rate, ctx, overlap)
+                    option = _option(
+                        path_in + after[goal][1], (a_loc, b_loc, c_loc), flops, flops_rate, ctx, overlap, c_lay
+                    )
                     if option is not None:
                         options.append(option)
     options = _prune(options)
@@ -500,23 +577,34 @@ def plan_matmul(
     )  # fmt: skip
 
 
-def _option(path, local: tuple[ShardedSpec, ...], flops, flops_rate, ctx: _Ctx, overlap: bool) -> MatmulOption | None:
-    """把路径变成 MatmulOption；先免费切片一个乘数、后又把它的同一个轴 AllGather 回来的绕路做法返回 None"""
+def _option(
+    path, local: tuple[ShardedSpec, ...], flops, flops_rate, ctx: _Ctx, overlap: bool, c_layout: Layout = ()
+) -> MatmulOption | None:
+    """把路径变成 MatmulOption；先免费切片一个乘数、后又把它的同一个轴 AllGather 回来的绕路做法返回 None
+
+    记号按块的实际次序打印：交错的维度标成“（K 交错）”（见模块说明）。
+    """
     a_loc, b_loc, c_loc = local
     steps, trace, sliced = [], [], set()
-    matmul = f"本地 matmul：{a_loc} · {b_loc} → {c_loc}"
-    for role, kind, axes, before, after in path:
+    last = {"A": (), "B": ()}
+    for role, *_, lay in path:  # 本地 matmul 时两个乘数的块次序
+        if role != "C":
+            last[role] = lay
+    matmul = f"本地 matmul：{_shown(a_loc, last['A'])} · {_shown(b_loc, last['B'])} → {_shown(c_loc, c_layout)}"
+    for role, kind, axes, before, after, lay_before, lay_after in path:
         if role == "C" and matmul not in trace:
             trace.append(matmul)
+        shown_before, shown_after = _shown(before, lay_before), _shown(after, lay_after)
         if kind == "slice":
-            trace.append(f"本地切片（dynamic-slice，无通信）：{before} → {after}")
+            trace.append(f"本地切片（dynamic-slice，无通信）：{shown_before} → {shown_after}")
             # 切片后再 AllGather 同一个乘数的同一个轴是纯绕路；输出 C 则不同：切开非收缩维把计算分摊到各设备，
             # 之后 AllGather 输出是一种正当的做法（计入 T_math 后它可能最快），所以不排除
             sliced.add((role, axes[0]))
         else:
             if kind == "all_gather" and any((role, x) in sliced for x in axes):
                 return None
-            steps.append(ctx.step(kind, axes, role, before, after))
+            step = ctx.step(kind, axes, role, before, after)
+            steps.append(replace(step, before=shown_before, after=shown_after))
             trace.append(str(steps[-1]))
     if matmul not in trace:
         trace.append(matmul)
@@ -535,7 +623,7 @@ def _option(path, local: tuple[ShardedSpec, ...], flops, flops_rate, ctx: _Ctx, 
 
 def _path_out(path, c_loc: ShardedSpec) -> ShardedSpec:
     """路径最后一步之后 C 的分片（没有输出端的步骤时就是本地 matmul 的结果）"""
-    outs = [after for role, *_, after in path if role == "C"]
+    outs = [step[4] for step in path if step[0] == "C"]
     return outs[-1] if outs else c_loc
 
 

@@ -656,10 +656,15 @@ def _p8_time_slips(letter: str) -> tuple[Slip, ...]:
         BF16,
         Slip(2 / 3, "把 4x4 的轴当成了有 wraparound 的双向环：v5e 只有长度 16 的轴才有 wraparound"),
         Slip(
-            _only(letter, "rs", 2.0), "用了 AllReduce：输出允许分片时 ReduceScatter 就够了，它只要 AllReduce 一半的时间"
+            _only(letter, "rs", 2.0),
+            "用了 AllReduce（按 ReduceScatter + AllGather 算）：输出允许分片时 ReduceScatter 就够了，它只要其中一半的时间",
         ),
         BF16_AS_4,
         Slip(4 / 3, "忽略了 (N-1)/N：一条轴上只有 4 个芯片，这个因子不能省"),
+        Slip(
+            _only(letter, "rs", 4 / 3),
+            "用了流水线化的链式 AllReduce（V/W_单向）：输出允许分片时 ReduceScatter 就够了，它还能再省 1/N",
+        ),
         *_p8_v_slips(letter),
         _p8_book_order(letter, p8_time),
     )
