@@ -197,7 +197,9 @@ def test_xla_on_mismatched_axes_is_not_one_gather():
 def test_gathering_a_multiplicand_is_not_only_its_worst_form():
     """收集一个乘数之后可以本地切开、各算一份、再收集输出；6.2 的表、6.3 的文字与提示都要给出这一种"""
     case2 = section("### Case 2", "### Case 3")
-    assert "收集 $A$ 后各算 1/8" in case2 and "ch06-c2-row1-ag-split" in case2
+    assert "沿 $Y$ 收集，各算 1/8" in case2 and "ch06-c2-row1-ag-split" in case2
+    # 这一列的做法只收集每个设备要用的那一半 A：不能说成“收齐 A”（表里的数字不是收齐 A 的）
+    assert "收齐 $A$ 之后" not in case2 and "ch06-c2-row1-ag-split-v" in case2
     s63 = section("## 6.3", "## 6.4")
     assert "ch06-c2-gather-split-total" in s63.split("```{tip}", 1)[1]
     assert "收集一个乘数可能搬的字节最少，却让每个设备把整个乘法算一遍。" not in s63
