@@ -102,7 +102,7 @@ def test_killed_grader_leaves_nothing_for_the_next_run(tmp_path, key_file, loop_
     proc = _busy_grader(loop_class, out, key_file, env)
     proc.kill()
     proc.communicate(timeout=30)
-    wait_for(lambda: not sandboxes(out), 30)  # --die-with-parent：沙箱跟着结束（负载高时内核退出要几秒）
+    wait_for(lambda: not sandboxes(out), 90)  # --die-with-parent：沙箱跟着结束（机器很忙时内核退出要几十秒）
     assert not list(tmp.iterdir())  # 以前：/tmp 里留下 shardlab-stage-*
     doc = _rerun(loop_class, out, key_file, env)
     assert ".work" in doc["meta"]["cleaned_up"]
