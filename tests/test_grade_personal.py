@@ -18,7 +18,19 @@ from grading import render_tokens  # tests/grading.py
 
 from shardlab.exercise import answers, problems, roster, variants
 from shardlab.exercise.judge import WRONG, judge_value
-from shardlab.grade import cli, folder, identify, integrity, judge, outputs, per_student, personal, report, status
+from shardlab.grade import (
+    cli,
+    folder,
+    identify,
+    integrity,
+    judge,
+    junit,
+    outputs,
+    per_student,
+    personal,
+    report,
+    status,
+)
 from shardlab.grade.key import AnswerKey, registry_key
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -919,7 +931,7 @@ def _prepare(tmp_path, subs, *extra):
     args = cli.build_parser().parse_args(
         [str(subs), "--out", str(tmp_path / "o"), "--course", str(ROOT), "--sandbox", "rlimit", *extra]
     )
-    _, _, _, _, found, _ = cli.prepare(args)
+    found = cli.prepare(args).found
     return args, found
 
 
@@ -1213,10 +1225,10 @@ def test_one_student_with_a_subfolder_does_not_change_how_sibling_folders_are_re
 
 def test_a_students_own_exception_text_is_not_a_dead_kernel():
     """以前：答案单元 raise RuntimeError("Kernel died") 就把自己的错误记成了“内核已经退出”"""
-    assert judge.kernel_gone("pytest plugin exception: Kernel dead on test start")
-    assert judge.kernel_gone("RuntimeError: Kernel died before replying to kernel_info")
+    assert junit.kernel_gone("pytest plugin exception: Kernel dead on test start")
+    assert junit.kernel_gone("RuntimeError: Kernel died before replying to kernel_info")
     spoof = "Notebook cell execution failed\nCell 7: Cell outputs differ\n\nTraceback:\nRuntimeError: Kernel died kernel_info"
-    assert not judge.kernel_gone(spoof)
+    assert not junit.kernel_gone(spoof)
 
 
 def test_answering_problem_8_in_the_books_order_is_a_slip_not_copying():

@@ -45,6 +45,14 @@ def normalize(sid: str) -> str:
     return unicodedata.normalize("NFKC", sid).casefold()
 
 
+def without_leading_zeros(ids, sid: str) -> str | None:
+    """Excel 去掉了开头的 0（0101 → 101）：ids（normalize 过的 id → 原样的 id）里去掉开头的 0 之后与 sid 相同的
+    恰好一个时返回它，否则 None（两个都对得上时不猜）"""
+    key = normalize(sid).lstrip("0")
+    hits = [orig for norm, orig in ids.items() if norm.lstrip("0") == key]
+    return hits[0] if len(hits) == 1 else None
+
+
 def id_problem(sid: str) -> str | None:
     """sid 作为学生 id（也是文件夹名）有什么问题；没有问题时返回 None"""
     if not sid:

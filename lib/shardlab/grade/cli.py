@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         return gradescope.dry_run_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
-        course, key, orders, mode, found, chapter = prepare(args)
+        ready = prepare(args)
     except KeyboardInterrupt:
         print("评分器：收到中断，还没有开始评分：什么也没有写", file=sys.stderr)
         return 130
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc))
     try:
         with _Interrupts() as interrupts:
-            return _main_locked(args, course, key, orders, mode, out, interrupts, found, chapter)
+            return _main_locked(args, ready, out, interrupts)
     except UsageError as exc:
         return _fail(str(exc))
     finally:
@@ -167,9 +167,21 @@ def main(argv: list[str] | None = None) -> int:
         _hand_back(out, created)
 
 
-def prepare(args) -> tuple:
+@dataclass
+class Ready:
+    """prepare 的结果：评分需要的一切"""
+
+    course: Course
+    key: object  # AnswerKey 或 PersonalKey
+    orders: dict  # 章 → 练习笔记本的单元顺序
+    mode: str  # 沙箱方式
+    found: Scan  # 要评的提交与忽略的文件
+    chapter: int | None
+
+
+def prepare(args) -> Ready:
     """评分之前的一切：读课程、答案表、花名册与密钥，找出提交，认出学生，每个学生留哪几个文件，核对密钥；
-    不写任何文件。(course, 答案表, 每章的单元顺序, 沙箱方式, 提交, 章)；输入不对时抛出 UsageError 等"""
+    不写任何文件。输入不对时抛出 UsageError 等"""
     course = Course.from_option(args.course)
     base_key = load_key(args.key, course)
     args.personal = _personal(args)
@@ -224,7 +236,7 @@ def prepare(args) -> tuple:
         if not args.allow_blank:
             _refuse_mostly_blank(found, course, chapter)
     _check_out(args.out.absolute(), chapter)
-    return course, key, orders, mode, found, chapter
+    return Ready(course, key, orders, mode, found, chapter)
 
 
 def _check_submission_args(specs: list[str], out: Path) -> None:
@@ -457,8 +469,11 @@ def _identify(found: Scan, who: Personal, trust_key: bool = False, notes: list[s
     # 一份真的个人版写着 0101，花名册里却只有 101：Excel 去掉了开头的 0（哪怕只有一个学生这样，他也会被当成“没有提交”；
     # 文件由 LMS 的用户号对上 101 时，以前按 101 的参数评，得分很低）。对上了和没对上的文件都看
     signed_off_roster = [f for f in found.found if f.own_signed and table.exact(f.peek.student) is None]
-    zeros = [(f, table.exact(f.peek.student.lstrip("0"))) for f in signed_off_roster]
-    zeros = [(f, sid) for f, sid in zeros if sid is not None and f.peek.student.lstrip("0") != f.peek.student]
+    zeros = [
+        (f, sid)
+        for f in signed_off_roster
+        if f.peek.student.startswith("0") and (sid := roster.without_leading_zeros(table.by_id, f.peek.student))
+    ]
     if zeros:
         examples = "；".join(
             f"{terminal(f.rel, 60)} 是为 {f.peek.student!r} 生成的，花名册里只有 {sid!r}" for f, sid in zeros[:3]
@@ -490,7 +505,7 @@ def _signed_for_its_own_id(peek, secret: bytes, public: dict[str, bytes]) -> boo
         if assignment not in public:
             public[assignment] = variants.public_key(secret, assignment)
         written = problems.written(assignment, peek.param_sources)
-        return variants.verify(public[assignment], assignment, peek.student, written, peek.tag)
+        return personal.signed(public[assignment], assignment, peek.student, written, peek.tag)
     except Exception:  # noqa: BLE001  不可信的输入；未知的章
         return False
 
@@ -649,7 +664,10 @@ class _Interrupts:
         print("评分器：收到中断：不再启动新的沙箱，正在保存已评的结果（再按一次 Ctrl-C 立即退出）", file=sys.stderr)
 
 
-def _main_locked(args, course: Course, key, orders, mode: str, out: Path, interrupts, found: Scan, chapter) -> int:
+def _main_locked(args, ready: Ready, out: Path, interrupts) -> int:
+    course, key, orders, mode, found, chapter = (
+        ready.course, ready.key, ready.orders, ready.mode, ready.found, ready.chapter
+    )  # fmt: skip
     removed = _clean_leftovers(out)
     (out / "results").mkdir(parents=True, exist_ok=True)
     seed = args.seed

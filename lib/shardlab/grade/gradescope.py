@@ -183,17 +183,12 @@ def on_roster(group: list[tuple[str, ...]], people: list[dict]) -> list[str]:
     """提交者（members 的结果）对上的花名册 id，去重、按提交者的顺序：学号对不上时再试邮箱（与本机评 Gradescope 导出时相同）"""
     ids = {roster.normalize(p["id"]): p["id"] for p in people}
     emails = {roster.normalize(p["email"]): p["id"] for p in people if p.get("email")}
-    # Gradescope 的花名册经过 Excel 时学号开头的 0 没了（0101 → 101）：去掉开头的 0 之后只对上一个人时也算
-    stripped: dict[str, list[str]] = {}
-    for key, sid in ids.items():
-        stripped.setdefault(key.lstrip("0"), []).append(sid)
     found = []
     for values in group:
         match = next((ids[roster.normalize(v)] for v in values if roster.normalize(v) in ids), None)
         match = match or next((emails[roster.normalize(v)] for v in values if roster.normalize(v) in emails), None)
-        match = match or next(
-            (stripped[k][0] for v in values if len(stripped.get(k := roster.normalize(v).lstrip("0"), [])) == 1), None
-        )
+        # Gradescope 的花名册经过 Excel 时学号开头的 0 没了（0101 → 101）：去掉开头的 0 之后只对上一个人时也算
+        match = match or next((m for v in values if (m := roster.without_leading_zeros(ids, v))), None)
         if match is not None and match not in found:
             found.append(match)
     return found

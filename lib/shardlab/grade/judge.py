@@ -14,7 +14,7 @@ from shardlab.exercise import answers
 from shardlab.exercise.judge import Verdict, judge_value
 from shardlab.grade import status as st
 from shardlab.grade.inject import Prepared, chapter_answers
-from shardlab.grade.junit import CellOutcome, short_traceback
+from shardlab.grade.junit import CellOutcome, kernel_gone, short_traceback
 from shardlab.grade.key import AnswerKey
 from shardlab.grade.sandbox import RunResult
 
@@ -143,16 +143,6 @@ def whole_submission(res: dict, status: str, detail: str, chapter: int | None, w
     else:
         res["problems"] = [problem("*", status, message, 0.0)]
     return res
-
-
-_KERNEL_GONE = ("Kernel dead", "Kernel died", "kernel_info")  # nbval 报告内核退出或没有启动的写法
-
-
-def kernel_gone(message: str) -> bool:
-    """单元的失败信息说内核已经退出，或者根本没有启动（以前只认 "Kernel dead"：内核起不来时每道题都判成“没有导出”）。
-    学生代码抛出的异常（nbval 的 "Notebook cell execution failed"，里面有学生能写的任何文字）不算：
-    不然 raise RuntimeError("Kernel died") 就能把自己的错误记成评分器的内核崩溃"""
-    return "Notebook cell execution failed" not in message and any(s in message for s in _KERNEL_GONE)
 
 
 def collect(

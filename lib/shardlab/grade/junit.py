@@ -83,6 +83,16 @@ def parse_junit(xml: str) -> dict[int, CellOutcome]:
     return cells
 
 
+_KERNEL_GONE = ("Kernel dead", "Kernel died", "kernel_info")  # nbval 报告内核退出或没有启动的写法
+
+
+def kernel_gone(message: str) -> bool:
+    """单元的失败信息说内核已经退出，或者根本没有启动（以前只认 "Kernel dead"：内核起不来时每道题都判成“没有导出”）。
+    学生代码抛出的异常（nbval 的 "Notebook cell execution failed"，里面有学生能写的任何文字）不算：
+    不然 raise RuntimeError("Kernel died") 就能把自己的错误记成评分器的内核崩溃"""
+    return "Notebook cell execution failed" not in message and any(s in message for s in _KERNEL_GONE)
+
+
 def short_traceback(message: str, lines: int = 12) -> tuple[str, str]:
     """(一行摘要, 最后几行 traceback)"""
     text = message.split("Traceback:", 1)[-1].strip("\n")
@@ -90,6 +100,6 @@ def short_traceback(message: str, lines: int = 12) -> tuple[str, str]:
     summary = rows[-1].strip() if rows else "出错"
     if "Timeout of" in message:
         summary = "超时：" + re.search(r"Timeout of [^\n]*", message).group(0)[:200]
-    elif "Kernel dead" in message:
+    elif kernel_gone(message):
         summary = "内核已经退出（Kernel dead）：前面的单元结束了 Python 进程"
     return summary[:300], "\n".join(rows[-lines:])[-3000:]

@@ -23,6 +23,7 @@ from itertools import zip_longest
 
 from shardlab.exercise import roster
 from shardlab.grade.folder import Found, Scan, show
+from shardlab.untrusted import clean
 
 MAX_FILES = 5
 
@@ -98,5 +99,5 @@ def limit(found: Scan, cap: int = MAX_FILES, chapter: int | None = None) -> list
 
 def label(who: tuple) -> str:
     """student_of 的结果，写给教师看"""
-    value = who[1]
-    return show(value) if isinstance(value, bytes) else show(str(value).encode("utf-8", "backslashreplace"))
+    value = who[1]  # 文件夹与文件是路径的原始字节（坏字节写成 \\xff），花名册 id 是文字
+    return show(value) if isinstance(value, bytes) else clean(value, 500, newlines=False)

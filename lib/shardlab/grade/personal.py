@@ -29,6 +29,12 @@ def hidden_seed(secret: bytes) -> int:
     return int.from_bytes(hmac.new(secret, b"shardlab-hidden-inputs/v1", hashlib.sha256).digest()[:8], "big") >> 1
 
 
+def signed(public: bytes | None, assignment: str, sid: str, written: dict, tag) -> bool:
+    """written（参数单元里的参数，一个不缺）带着 public 对应的私钥为学生 sid 签的名（shardlab-assign 写的签名）"""
+    names = {p.name for p in problems.params_of(assignment)}
+    return public is not None and set(written) == names and variants.verify(public, assignment, sid, written, tag)
+
+
 @dataclass(frozen=True)
 class PersonalKey(AnswerKey):
     """每个学生一份答案表；entry(答案 id, 学生 id) 给出这个学生的参考值和参数"""
@@ -84,9 +90,7 @@ class PersonalKey(AnswerKey):
 
     def authentic(self, sid: str, assignment: str, written: dict, tag) -> bool:
         """笔记本参数单元里的参数（一个不缺）是不是这个密钥发给学生 sid 的（shardlab-assign 写的签名对得上）"""
-        public = self.public_keys.get(assignment)
-        names = {p.name for p in problems.params_of(assignment)}
-        return public is not None and set(written) == names and variants.verify(public, assignment, sid, written, tag)
+        return signed(self.public_keys.get(assignment), assignment, sid, written, tag)
 
     def issue(self, sid: str, assignment: str, params: dict) -> None:
         """按学生笔记本里（签名对得上的）参数评分：花名册改过之后，推出的参数可能不是当初发给他的"""
