@@ -207,8 +207,12 @@ def test_alltoall_ratio_compares_like_with_like():
     sec = _between(CH05, "AllToAll 比 AllGather 便宜得多。", "这个 1/4 是环和环面")
     assert "表中的偶数 $N$ 恰好如此" not in sec and "负载再减一半" not in sec
     assert "混在一起" in sec and "split_opposite=True" in sec
-    for key in ("mixed", "both-split", "both-whole", "shrink-ag", "shrink-a2a"):
+    for key in ("mixed", "shrink-ag", "shrink-a2a"):
         assert "{glue:text}`ch05-a2a-" + key + "`" in sec
+    # 同一约定下的精确比值是习题 P3 要推的：正文只说它更大，不在题目之前给出数或式子
+    assert "约定一致时比值更大" in sec and "习题 P3" in sec
+    for spoiler in ("ch05-a2a-both-split", "ch05-a2a-both-whole", "2(N-1)/N\n", "4(N-1)/N"):
+        assert spoiler not in sec
     # 独立地算 N = 8 的最忙有向链路（以 V 为单位，每片 V/64）
     n = 8
     ag_whole, ag_split = 0.5, ring.count("all_gather", Ring(n), 1.0, split_opposite=True).max_link_bytes
