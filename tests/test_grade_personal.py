@@ -1251,3 +1251,83 @@ def test_answering_problem_8_in_the_books_order_is_a_slip_not_copying():
                 checked += 1
     assert checked > 20
     assert variants.for_class(b"k" * 32, "ch06", ["s000"]) == {"s000": drawn["s000"]}  # 个人版的参数不因它改变
+
+
+def test_a_mistyped_roster_id_holds_the_student_instead_of_recording_zero(tmp_path):
+    """以前：花名册里 s001 写成了 s010，s001 的真个人版被忽略（“不在花名册里”），canvas.csv 里 s010 是 0 分、退出码 0。
+    现在有用这个密钥为不在花名册里的 id 生成的个人版时，summary 点名这个 id，没有文件的 s010 是“待核对”、canvas.csv 里空着"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    typo = tmp_path / "typo.csv"
+    typo.write_text(roster_path.read_text(encoding="utf-8").replace("s001,", "s010,"), encoding="utf-8")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(typo), "--secret-file", str(secret))
+    assert found.off_roster == ["s001"] and any("'s001'" in n and "待核对" in n for n in args.roster_notes)
+    results = {
+        sid: {"student": sid, "roster_id": sid, "points": 17.0, "problems": [], "counted": True, "file": f"{sid}/x"}
+        for sid in ("s000", "s002")
+    }
+    students = roster.read(typo)
+    why = cli._held_without_file(tmp_path / "o", {}, students, results, found.off_roster)
+    assert list(why) == ["s010"] and "s001" in why["s010"]
+    _, table = outputs.rows(list(results.values()), students, 5, held=why)
+    row = next(r for r in table if r["id"] == "s010")
+    assert row["status"].startswith("待核对") and "s001" in row["status"] and row["held"]
+    assert any(line.endswith(",s010,,,") for line in outputs.canvas_csv(table, "c").splitlines())
+    text = outputs.summary(table, list(results.values()), [], None)
+    assert "## 待核对（1 人" in text and "没有提交" not in text
+    # 花名册没写错、只是有人没交：照样“没有提交”
+    assert not cli._held_without_file(tmp_path / "o", {}, students, results, [])
+
+
+def test_grading_one_late_file_into_an_old_output_does_not_zero_the_others(tmp_path):
+    """以前：只给迟交的一个文件、输出到全班评过的目录，别的学生以前的结果还在 results/，canvas.csv 里却是 0 分、“没有提交”"""
+    out = tmp_path / "o"
+    (out / "results").mkdir(parents=True)
+    (out / "feedback").mkdir()
+    old = {"student": "s000_x", "roster_id": "s000", "file": "s000/x.ipynb", "points": 17.0}
+    (out / "results" / "s000_x.json").write_text(json.dumps(old), encoding="utf-8")
+    (out / cli.STALE).mkdir()
+    (out / cli.STALE / "s000.md").write_text("以前的反馈", encoding="utf-8")
+    students = [roster.Student("s000", "甲", 2), roster.Student("s001", "乙", 3)]
+    results = {"s001_x": {"student": "s001_x", "roster_id": "s001", "points": 5.0, "counted": True, "file": "x"}}
+    meta = {"not_in_this_run": ["s000_x.json"]}
+    assert cli._earlier_students(out, meta) == {"s000": "s000/x.ipynb"}
+    why = cli._held_without_file(out, meta, students, results, [])
+    assert list(why) == ["s000"] and "以前评过" in why["s000"]
+
+
+def test_nested_output_and_submission_folders_are_pointed_out(tmp_path):
+    """以前只拒绝 --out 就是提交目录；放在里面（或反过来）时一声不响，助教的参考值和反馈就放进了收作业的目录"""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    assert any("--out 在提交目录" in w for w in cli._check_submission_args([str(subs)], subs / "grades"))
+    assert any("在 --out 里面" in w for w in cli._check_submission_args([str(subs)], tmp_path))
+    assert not cli._check_submission_args([str(subs)], tmp_path / "grades")
+
+
+def test_a_canvas_named_file_in_another_students_folder_is_pointed_out():
+    """教师按学生分好的文件夹说了算；以前里面放着一个 Canvas 下载格式、写着另一个学生的用户号的文件时一声不响"""
+    table = identify.Roster(
+        [roster.Student("s001", "张三", 2, lms_id="111"), roster.Student("s002", "李四", 3, lms_id="222")]
+    )
+    ident = identify.identify(("s001", "lisi_222_9001_ch05_exercises.ipynb"), table, None, None)
+    assert ident.sid == "s001" and any("s002" in n and "请助教核对" in n for n in ident.notes)
+    mine = identify.identify(("s001", "zhangsan_111_9001_ch05_exercises.ipynb"), table, None, None)
+    assert mine.sid == "s001" and not mine.notes
+
+
+@pytest.mark.slow
+def test_regrading_one_file_into_the_class_output_holds_the_rest(tmp_path, capsys):
+    """整条命令：全班评过之后只给一个学生的文件、输出到同一个目录。以前别的学生在 canvas.csv 里是 0 分，
+    stderr 说“它们的 0 份反馈移到了 stale-feedback/”（其实移了）"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
+    out = tmp_path / "out"
+    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
+            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    assert cli.main([str(own), *base]) == 0
+    capsys.readouterr()
+    assert cli.main([str(own / "s001" / "ch05_exercises.ipynb"), *base]) == 0
+    err = capsys.readouterr().err
+    assert "它们的 1 份反馈在 stale-feedback/" in err and (out / cli.STALE / "s000.md").is_file()
+    canvas = (out / "canvas.csv").read_text(encoding="utf-8-sig").splitlines()
+    assert any(line.endswith(",s000,,,") for line in canvas)
+    assert "以前评过" in (out / "summary.md").read_text(encoding="utf-8")

@@ -194,7 +194,9 @@ def prepare(args) -> Ready:
         for ch in sorted({a.chapter for a in answers.ANSWERS.values()})
     }
     mode = _sandbox_mode(args.sandbox)
-    _check_submission_args(args.submissions, args.out)
+    for warning in _check_submission_args(args.submissions, args.out):
+        args.roster_notes.append(warning)
+        print(f"评分器：{warning}", file=sys.stderr)
     found = scan(args.submissions, skip=args.out)
     args.roster_notes += found.notes
     _peek_all(found, args.personal.secret if args.personal else None)
@@ -239,10 +241,12 @@ def prepare(args) -> Ready:
     return Ready(course, key, orders, mode, found, chapter)
 
 
-def _check_submission_args(specs: list[str], out: Path) -> None:
+def _check_submission_args(specs: list[str], out: Path) -> list[str]:
     """提交参数的常见错误：路径不存在；--out 就是提交目录（以前整个目录被当成输出目录跳过，全班 0 分）；
-    没加引号的 export/* 把 Gradescope 导出拆开了（submission_metadata.yml 成了一个参数，小组与文件夹都认不出）"""
+    没加引号的 export/* 把 Gradescope 导出拆开了（submission_metadata.yml 成了一个参数，小组与文件夹都认不出）。
+    返回给教师的提醒（一个目录在另一个里面：能评，但输出和提交混在一起）"""
     out_real = os.path.realpath(out)
+    warnings: list[str] = []
     for spec in specs:
         if any(ch in spec for ch in "*?["):
             continue
@@ -254,11 +258,23 @@ def _check_submission_args(specs: list[str], out: Path) -> None:
             raise UsageError(
                 f"--out 与提交目录是同一个目录（{terminal(spec, 200)}）：请给一个另外的输出目录。什么也没有写。"
             )
+        spec_real = os.path.realpath(spec)
+        if os.path.isdir(spec) and out_real.startswith(spec_real + os.sep):
+            warnings.append(
+                f"--out 在提交目录 {terminal(spec, 200)} 里面：评分时跳过了它，但助教用的参考值（ta/）和每个人的反馈"
+                "就放在收作业的目录里了；如果学生能看到这个目录，请换一个输出目录"
+            )
+        elif spec_real.startswith(out_real + os.sep):
+            warnings.append(
+                f"提交目录 {terminal(spec, 200)} 在 --out 里面：成绩和反馈与学生交的文件混在一个目录里，"
+                "清理输出目录时容易把提交一起删掉；建议把两者分开"
+            )
         if os.path.basename(os.path.normpath(spec)) == "submission_metadata.yml":
             raise UsageError(
                 "参数里有 submission_metadata.yml：这是 Gradescope 的导出，请给整个导出文件夹（不要写成没加引号的 export/*，"
                 "shell 会把它拆成一个个文件夹），评分器才认得小组和提交者。什么也没有写。"
             )
+    return warnings
 
 
 def _hand_back(out: Path, created: bool) -> None:
@@ -494,6 +510,13 @@ def _identify(found: Scan, who: Personal, trust_key: bool = False, notes: list[s
             "请确认花名册是这个班的、文件是按教师指南“收作业”一节的方式放的。什么也没有写。"
         )
     found.found[:] = keep
+    found.off_roster = sorted({f.peek.student for f in evidence.values()})
+    if found.off_roster:
+        shown = "、".join(repr(terminal(i, 40)) for i in found.off_roster[:5])
+        notes.append(
+            f"{len(found.off_roster)} 个不在花名册里的 id 有用这个密钥生成的个人版（{shown}），没有评："
+            "花名册里的 id 改过或写错了（或这位学生退了课）？花名册里这次没有文件的学生标为“待核对”（canvas.csv 里不给分），核对花名册后重评"
+        )
 
 
 def _signed_for_its_own_id(peek, secret: bytes, public: dict[str, bytes]) -> bool:
@@ -708,6 +731,7 @@ def _main_locked(args, ready: Ready, out: Path, interrupts) -> int:
             "weights": args.weight_map,
             "selection_rule": SELECTION_RULE,
             "roster_notes": args.roster_notes,
+            "off_roster": found.off_roster,
         }
         if removed:
             meta["cleaned_up"] = removed
@@ -847,6 +871,10 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     held = {f.roster_id or f.sid for f in found if f.over_cap}
     _feedback_per_student(out, list(results.values()), held)
     _set_aside_stale_feedback(out, _feedback_not_of_this_run(out, list(results.values())))
+    held_why = dict.fromkeys(held, outputs.HELD)
+    students = args.personal.students if args.personal else None
+    if students:
+        held_why |= _held_without_file(out, meta, students, results, meta.get("off_roster", []))
     broken = [s for s, r in results.items() if r.get("status") in (st.CRASHED, st.GRADER_ERROR)]
     withheld = None
     if newly and len(results) >= 2 and len(broken) == len(results):  # 缓存里好的结果也算：只重评了崩溃的那几份时不算
@@ -855,7 +883,6 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
             "不是学生的问题，所以没有写 grades_wide.csv 和 canvas.csv；修好之后再运行会重评这些提交"
         )
     ignored = [(i["file"], i["reason"]) for i in meta["ignored"]]
-    students = args.personal.students if args.personal else None
     try:
         evidence = None
         if args.personal is not None and ctx.chapter is not None:
@@ -864,7 +891,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         overview = outputs.write_all(
             out, list(results.values()), students, ctx.chapter, ignored, report.atomic_write,
             args.canvas_column, args.weight_map, evidence, meta.get("roster_notes", []), interrupted,
-            {f.roster_id or f.sid for f in todo if f.sid not in results}, held, withheld,
+            {f.roster_id or f.sid for f in todo if f.sid not in results}, held_why, withheld,
         )  # fmt: skip
     except Exception as exc:  # noqa: BLE001  汇总写不出来不影响已经写出的成绩册
         overview = f"评分器：写汇总（grades_wide.csv、canvas.csv、summary.md、ta/）失败：{terminal(exc)}"
@@ -876,10 +903,12 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     )
     print(overview, file=sys.stderr)
     if meta.get("not_in_this_run"):
-        moved = _set_aside_stale_feedback(out, {Path(n).stem for n in meta["not_in_this_run"]})
+        earlier = {Path(n).stem for n in meta["not_in_this_run"]} | set(_earlier_students(out, meta))
+        _set_aside_stale_feedback(out, earlier)
+        aside = sum((out / STALE / f"{stem}.md").is_file() for stem in earlier)
         print(
             f"评分器：输出目录里有 {len(meta['not_in_this_run'])} 份以前的结果不属于这次的提交，没有进成绩册（结果还在 results/；"
-            f"它们的 {moved} 份反馈移到了 {STALE}/，免得当成这次的发给学生）",
+            f"它们的 {aside} 份反馈在 {STALE}/ 里，免得当成这次的发给学生）",
             file=sys.stderr,
         )
     if withheld and not interrupted:
@@ -895,6 +924,41 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         )
         return 130
     return 0
+
+
+def _earlier_students(out: Path, meta: dict) -> dict[str, str]:
+    """输出目录里以前的、这次没有的结果属于谁：{花名册 id（没有花名册时是提交的 id）: 文件}"""
+    owners: dict[str, str] = {}
+    for name in meta.get("not_in_this_run", []):
+        try:
+            old = json.loads((out / "results" / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(old, dict) and isinstance(old.get("roster_id") or old.get("student"), str):
+            owners.setdefault(old.get("roster_id") or old["student"], str(old.get("file", "")))
+    return owners
+
+
+def _held_without_file(out: Path, meta: dict, students, results: dict[str, dict], off_roster: list[str]) -> dict:
+    """花名册里这次没有文件的学生，有理由相信他们交了的：成绩“待核对”、canvas.csv 里不给分，而不是“没有提交”记 0 分。
+    - 输出目录里有他们以前的结果（这次只给了几份迟交的文件，别的学生的文件不在这次的路径里）；
+    - 有用这个密钥为不在花名册里的 id 生成的个人版（花名册里的 id 改过或写错了：他交了，只是对不上）"""
+    graded = {r.get("roster_id") for r in results.values()} | {m for r in results.values() for m in r.get("group", [])}
+    missing = [s.id for s in students if s.id not in graded]
+    earlier = _earlier_students(out, meta)
+    why = {}
+    for sid in missing:
+        if sid in earlier:
+            why[sid] = (
+                f"待核对：以前评过（{earlier[sid]}，结果在 results/），这次给的路径里没有他的文件；"
+                "重评一个学生时请照样给全班的提交目录（没变的提交用缓存，不重跑）"
+            )
+        elif off_roster:
+            why[sid] = (
+                f"待核对：没有对上的文件，而有 {len(off_roster)} 份用这个密钥生成的个人版写着不在花名册里的 id"
+                f"（{'、'.join(off_roster[:5])}）：花名册里的 id 改过或写错了？核对花名册后重评"
+            )
+    return why
 
 
 def timed_out(res: dict) -> bool:

@@ -68,6 +68,7 @@ class Scan:
     found: list[Found] = field(default_factory=list)
     ignored: list[dict] = field(default_factory=list)  # {"file": 相对路径, "reason": 原因}
     notes: list[str] = field(default_factory=list)  # 给教师的说明（例如：进了 Gradescope 导出外面的那一层文件夹）
+    off_roster: list[str] = field(default_factory=list)  # 用这个密钥为不在花名册里的 id 生成的个人版写着的 id
 
 
 def _kind(mode: int) -> str | None:

@@ -214,6 +214,12 @@ def identify(
     if len(candidates) == 1:
         sid = next(iter(candidates))
         ident = Identity(sid, how, embedded=embedded, strong=own_folder is not None or lms is not None)
+        named = _from_lms(name, table) if own_folder is not None else None
+        if named is not None and named.candidates and sid not in named.candidates:
+            others = "、".join(sorted(named.candidates))
+            ident.notes.append(
+                f"文件名是 LMS 下载的格式，按 {named.how} 是 {others} 的，却放在 {sid} 的文件夹里：按文件夹评给 {sid}；请助教核对"
+            )
         if embedded and emb != sid:
             ident.notes.append(
                 f"笔记本里写的学生 id 是 {embedded!r}，文件属于 {sid}（{how}）：按 {sid} 的参数评分；请助教核对"

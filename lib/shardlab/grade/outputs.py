@@ -20,6 +20,7 @@ import csv
 import io
 import statistics
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 from shardlab.exercise import answers
@@ -121,7 +122,8 @@ def rows(
     """(题目 id 列表, 每个学生一行)：{'id','name','status','points':{题: 分},'total','max','file','held'}
 
     有花名册时每个学生取计入成绩的那一份（``counted``）；没有时每份提交一行。分数已经按权重算好（结果里的 points）。
-    held：文件超过上限、有的没有评的学生（花名册 id，没有花名册时是提交的 id）：状态写“待核对”，canvas.csv 里不给分。
+    held：成绩待核对的学生（花名册 id，没有花名册时是提交的 id）→ 状态（集合时是 HELD：文件超过上限、有的没有评），
+    canvas.csv 里不给分。
     """
     weights = weights or {}
     pids = _problem_ids(results, chapter)
@@ -151,7 +153,7 @@ def rows(
             status, file = st.text(res.get("status", st.GRADED)), res.get("file", "")
         total = float(res["points"]) if res is not None else 0.0
         if sid in held:
-            status = HELD
+            status = held[sid] if isinstance(held, Mapping) else HELD
         out.append({"id": sid, "name": name, "status": status, "points": points, "total": total, "max": maximum,
                     "file": file, "held": sid in held})  # fmt: skip
     return pids, out
@@ -212,6 +214,10 @@ def summary(
         differ = differing_files(results)
         if differ:
             lines += ["", *spray_lines(differ)]
+    waiting = [r for r in table if r.get("held")]
+    if waiting:
+        lines += ["", f"## 待核对（{len(waiting)} 人，canvas.csv 里不给分）", ""]
+        lines += [f"- {md_code(r['id'])}：{md_inline(r['status'])}" for r in waiting]
     missing = [r["id"] for r in table if r["status"] == NO_SUBMISSION]
     if missing:
         lines += ["", f"## 没有提交（{len(missing)} 人）", "", "、".join(md_code(m) for m in missing)]
