@@ -138,12 +138,40 @@ STEPS = [
     ("collectives", "nbytes", "8.25"),
     ("collectives", "chip", "v5e"),  # v5e 没有 3D 网格：显示中文的错误
     ("collectives", "mesh", "X=16,Y=16"),
+    ("sharding", "scenario", "fsdp"),
     ("sharding", "B", "5"),
     ("sharding", "chip", "h100"),
     ("sharding", "mesh", "X=2,Y=4"),
+    ("sharding", "scenario", "fsdp_tp"),
     ("sharding", "F", "12"),
     ("sharding", "D", "11"),
+    ("sharding", "mesh", "Y=8"),  # FSDP + TP 要 X、Y 两条轴：显示中文的错误
+    ("sharding", "scenario", "tp_row"),
 ]
+
+# 画面上的检查：图里的文字互不重叠；表格里的时间不折行；比框宽的表格上面有“左右滑动”的提示
+_LAYOUT_JS = """root => {
+  const problems = [];
+  for (const svg of root.querySelectorAll('svg')) {
+    const boxes = [...svg.querySelectorAll('text')].map(t => [t.textContent, t.getBoundingClientRect()]);
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const [ta, a] = boxes[i], [tb, b] = boxes[j];
+      if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)
+        problems.push(`图里的文字重叠：${ta} / ${tb}`);
+    }
+  }
+  for (const td of root.querySelectorAll('td.time')) {
+    const r = document.createRange(); r.selectNodeContents(td);
+    const lines = new Set([...r.getClientRects()].map(x => Math.round(x.top)));
+    if (lines.size > 1) problems.push(`时间折行：${td.textContent}`);
+  }
+  for (const wrap of root.querySelectorAll('.shardlab-explorer-scroll')) {
+    const cue = wrap.previousElementSibling;
+    if (wrap.scrollWidth > wrap.clientWidth + 2 && !(cue && cue.textContent.includes('左右滑动')))
+      problems.push('表格比框宽，却没有“左右滑动”的提示');
+  }
+  return problems;
+}"""
 
 
 def _set(root, name: str, value: str) -> None:
@@ -195,12 +223,22 @@ def _exercise(site: Path, page_path: str, chromium: str, width: str) -> None:
                 sel = f".shardlab-explorer[data-kind={kind}]"
                 root = page.locator(sel).first
                 root.scroll_into_view_if_needed()
+                for out in root.locator("output[data-for]").all():  # 启动前滑块旁就有值
+                    assert out.inner_text().strip(), "滑块旁的值是空的"
+                # 加载 Python 时网页不卡：记下主线程两次计时器回调之间最长的间隔
+                page.evaluate(
+                    "() => { window._gap = 0; let last = performance.now(); window._tick = setInterval(() => {"
+                    " const now = performance.now(); window._gap = Math.max(window._gap, now - last); last = now;"
+                    " }, 50); }"
+                )
                 root.locator(".shardlab-explorer-button").click()
                 page.wait_for_function(
                     f"['is-ready', 'is-failed'].some(c => document.querySelector('{sel}').classList.contains(c))",
                     timeout=180_000,
                 )
                 assert "is-ready" in root.get_attribute("class"), root.locator(".shardlab-explorer-status").inner_text()
+                gap = page.evaluate("() => { clearInterval(window._tick); return window._gap; }")
+                assert gap < 2000, f"启动时主线程卡住了 {gap:.0f} ms"
                 steps = [("", "", "")] + [s for s in STEPS if s[0] == kind]
                 for _, name, value in steps:
                     if name:
@@ -214,6 +252,11 @@ def _exercise(site: Path, page_path: str, chromium: str, width: str) -> None:
                     states += 1
                     if name == "chip" and value == "v5e" and kind == "collectives":
                         assert "error" in state and "这组参数算不了" in root.inner_text()
+                    elif name == "mesh" and value == "Y=8":
+                        assert "error" in state and "没有 X" in root.inner_text()
+                    else:
+                        layout = root.evaluate(_LAYOUT_JS)
+                        assert not layout, f"{width} {kind} {name}={value}：{layout}"
                 if width == "phone":
                     right = root.evaluate("e => e.getBoundingClientRect().right - window.innerWidth")
                     assert right <= 1, f"{page_path}：手机上探索器超出屏幕 {right:.0f} px"

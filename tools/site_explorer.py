@@ -149,29 +149,49 @@ def _select(name: str, label: str, options, selected) -> str:
 
 
 def _range(name: str, label: str, lo, hi, step, value, hint: str) -> str:
+    """滑块与它旁边的值：每一格的文字由 shardlab.explorer.range_labels 算好写进 data-labels，启动前就显示当前值"""
+    from shardlab import explorer
+
+    labels = explorer.range_labels(name)
+    current = labels[round((value - lo) / step)]
     return (
         f'<label>{label}<input type="range" name="{name}" min="{lo}" max="{hi}" step="{step}" value="{value}" '
-        f'disabled title="{html.escape(hint)}"><output data-for="{name}"></output></label>'
+        f'disabled title="{html.escape(hint)}"><output data-for="{name}" '
+        f'data-labels="{html.escape(json.dumps(labels, ensure_ascii=False))}">{html.escape(current)}</output></label>'
     )
+
+
+def _lib() -> None:
+    """作为 Sphinx 扩展载入时 lib/ 未必在 sys.path 上（笔记本的环境里 shardlab 以可编辑方式安装）"""
+    lib = str(ROOT / "lib")
+    if lib not in sys.path:
+        sys.path.insert(0, lib)
 
 
 def widget_html(kind: str) -> str:
     """一个探索器的 HTML（控件先禁用，启动后由脚本启用）"""
+    _lib()
+    from shardlab import explorer
+
     if kind == "collectives":
         title = "集合通信的代价：改芯片、网格与大小，看时间和延迟 / 带宽的分界"
         controls = [
             _select("chip", "芯片", CHIPS, "v5e"),
             _select("collective", "集合通信", COLLECTIVES, "all_gather"),
-            _range("nbytes", "大小 V（对数刻度）", 3, 9, 0.05, 6, "10^3 到 10^9 字节"),
+            _range("nbytes", "数组大小 V（对数刻度）", 3, 9, 0.05, 6, "1 kB 到 1 GB"),
             _select("mesh", "网格", [(m, m.replace(",", "，")) for m in COLLECTIVE_MESHES], "X=16,Y=16"),
             _select("axes", "经过的轴", [("X", "X"), ("Y", "Y"), ("X,Y", "X 和 Y")], "X"),
         ]  # fmt: skip
     elif kind == "sharding":
-        title = "分片矩阵乘法 In[B, D] · W[D_Y, F]：规划器的各种做法与时间"
+        title = "分片矩阵乘法 In[B, D] · W[D, F]：选分片场景，看规划器的各种做法与时间"
+        lo = {name: lo for name, (lo, _) in explorer.SLIDERS.items()}
+        hi = {name: hi for name, (_, hi) in explorer.SLIDERS.items()}
+        scenarios = [(key, sc.title) for key, sc in explorer.SCENARIOS.items()]
         controls = [
-            _range("B", "批量 B（2 的幂）", 4, 17, 1, 16, "16 到 131072"),
-            _range("D", "D（2 的幂）", 10, 15, 1, 13, "1024 到 32768"),
-            _range("F", "F（2 的幂）", 10, 17, 1, 15, "1024 到 131072"),
+            _select("scenario", "分片场景", scenarios, "replicated"),
+            _range("B", "批量 B（词元数）", lo["B"], hi["B"], 1, 16, "2 的幂：16 到 131,072"),
+            _range("D", "D（模型维度）", lo["D"], hi["D"], 1, 13, "2 的幂：1,024 到 32,768"),
+            _range("F", "F（前馈维度）", lo["F"], hi["F"], 1, 15, "2 的幂：1,024 到 131,072"),
             _select("chip", "芯片", CHIPS, "v5p"),
             _select("mesh", "网格", [(m, m.replace(",", "，")) for m in SHARDING_MESHES], "Y=4"),
         ]
@@ -182,7 +202,8 @@ def widget_html(kind: str) -> str:
         f'<div class="shardlab-explorer-title">{html.escape(title)}</div>'
         '<div class="shardlab-explorer-start"><button type="button" class="shardlab-explorer-button">'
         '启动交互探索器</button> <span class="shardlab-explorer-status" role="status">'
-        "点“启动”后才在浏览器里加载 Python（Pyodide，约 14 MB，只加载一次）。</span></div>"
+        "点“启动”后才在浏览器里加载 Python（Pyodide，约 14 MB）：同一页上的探索器共用这一份；"
+        "刷新或换到别的页要重新加载（下载的文件通常有浏览器缓存）。加载在后台进行，不影响阅读。</span></div>"
         f'<form class="shardlab-explorer-controls" onsubmit="return false">{"".join(controls)}</form>'
         '<div class="shardlab-explorer-output" aria-live="polite"></div>'
         "</div>"

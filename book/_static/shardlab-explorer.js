@@ -1,5 +1,6 @@
-// 交互探索器：点“启动”后用 Pyodide 在浏览器里运行 shardlab.explorer（与笔记本里同一份代码）。
-// 每次重算把 explorer 返回的字典（含原样的参数）写进元素的 data-state，再画出来。
+// 交互探索器：点“启动”后在一个 Web Worker 里用 Pyodide 运行 shardlab.explorer（与笔记本里同一份代码），
+// 网页本身不会因为加载 Python 而卡住。每次重算把 explorer 返回的字典（含原样的参数）写进元素的 data-state，再画出来。
+// 显示的数字（包括刻度与滑块旁的值）都是 explorer 用 shardlab.units 写好的文字；这里只负责画。
 // 启动前不加载运行时的任何文件；file:// 打开或 .wasm 的 MIME 类型不对时几秒内用中文说明怎么办。
 (() => {
   "use strict";
@@ -8,22 +9,10 @@
   const WATCHDOG_MS = 20000;
   const COLORS = { all_gather: "#1f77b4", reduce_scatter: "#2ca02c", all_reduce: "#d62728", all_to_all: "#9467bd" };
   const NAMES = { all_gather: "AllGather", reduce_scatter: "ReduceScatter", all_reduce: "AllReduce", all_to_all: "AllToAll" };
-  let runtime = null; // Promise：Python 里的调用函数
+  const BAR_COLORS = { math: "#1f77b4", comms: "#ff7f0e" };
+  let runtime = null; // Promise：调用 Python 的函数（异步，经 Worker）
 
   class ExplorerError extends Error {}
-
-  function fmtTime(s) {
-    if (!(s >= 0)) return "—";
-    const units = [[1, "s"], [1e-3, "ms"], [1e-6, "µs"], [1e-9, "ns"]];
-    const [f, u] = units.find(([f]) => s >= f) || units[units.length - 1];
-    return `${Number((s / f).toPrecision(3))} ${u}`;
-  }
-
-  function fmtBytes(b) {
-    const units = [[1e12, "TB"], [1e9, "GB"], [1e6, "MB"], [1e3, "kB"], [1, "B"]];
-    const [f, u] = units.find(([f]) => b >= f) || units[units.length - 1];
-    return `${Number((b / f).toPrecision(3))} ${u}`;
-  }
 
   function el(tag, attrs = {}, text = "") {
     const e = document.createElementNS(tag === "svg" || attrs.svg ? "http://www.w3.org/2000/svg" : "http://www.w3.org/1999/xhtml", tag);
@@ -41,55 +30,105 @@
     }
   }
 
-  // Pyodide 用全局的 fetch 取 .wasm：加载期间查看它的响应头，MIME 类型不对就立即说明（不多发请求）
-  function watchWasm(onProblem) {
-    const realFetch = window.fetch;
-    window.fetch = async function (input, init) {
-      const response = await realFetch.call(this, input, init);
-      const url = String(typeof input === "string" || input instanceof URL ? input : input.url);
-      if (url.endsWith(".wasm")) {
-        const type = (response.headers.get("content-type") || "").split(";")[0].trim().toLowerCase();
-        if (!response.ok) {
-          onProblem(`网站上找不到 Pyodide 的文件（HTTP ${response.status}）：请重新构建网站，确认 _static/pyodide/ 已上传。`);
-        } else if (type !== "application/wasm") {
-          onProblem(
-            `服务器把 .wasm 文件的类型报成“${type || "（空）"}”，浏览器要求 application/wasm。` +
-              "请在服务器的 MIME 类型里加上 .wasm → application/wasm（例如 nginx 的 mime.types 写 application/wasm wasm;），" +
-              "或者改用 python3 -m http.server 提供网站。",
+  // Worker 里运行的代码：加载 Pyodide 与 shardlab-core.zip，逐个回答调用。
+  // Pyodide 用全局的 fetch 取 .wasm：加载期间查看它的响应头，MIME 类型不对就立即报告（不多发请求）。
+  const WORKER_SOURCE = `
+let call = null;
+function watchWasm() {
+  const realFetch = self.fetch;
+  self.fetch = async function (input, init) {
+    const response = await realFetch.call(this, input, init);
+    const url = String(typeof input === "string" || input instanceof URL ? input : input.url);
+    if (url.endsWith(".wasm")) {
+      const type = (response.headers.get("content-type") || "").split(";")[0].trim().toLowerCase();
+      if (!response.ok) {
+        postMessage({ type: "problem", text: "网站上找不到 Pyodide 的文件（HTTP " + response.status + "）：请重新构建网站，确认 _static/pyodide/ 已上传。" });
+      } else if (type !== "application/wasm") {
+        postMessage({ type: "problem", text: "服务器把 .wasm 文件的类型报成“" + (type || "（空）") + "”，浏览器要求 application/wasm。" +
+          "请在服务器的 MIME 类型里加上 .wasm → application/wasm（例如 nginx 的 mime.types 写 application/wasm wasm;），" +
+          "或者改用 python3 -m http.server 提供网站。" });
+      }
+    }
+    return response;
+  };
+  return () => { self.fetch = realFetch; };
+}
+async function boot(base) {
+  postMessage({ type: "progress", text: "第 1 步（共 3 步）：正在下载并编译 Python 运行时（Pyodide，约 14 MB）……" });
+  const { loadPyodide } = await import(base + "pyodide.mjs");
+  const restore = watchWasm();
+  let py;
+  try {
+    py = await loadPyodide({ indexURL: base, stdout: () => {}, stderr: (t) => console.warn(t) });
+  } finally {
+    restore();
+  }
+  postMessage({ type: "progress", text: "第 2 步（共 3 步）：正在载入课程的 shardlab 库……" });
+  const zip = await fetch(base + "shardlab-core.zip");
+  if (!zip.ok) throw new Error("网站上找不到 shardlab-core.zip（HTTP " + zip.status + "）：请重新构建网站。");
+  py.FS.writeFile("/shardlab-core.zip", new Uint8Array(await zip.arrayBuffer()));
+  py.runPython([
+    "import json, sys",
+    "sys.path.insert(0, '/shardlab-core.zip')",
+    "from shardlab import explorer",
+    "def _shardlab_call(name, args):",
+    "    return json.dumps(getattr(explorer, name)(**json.loads(args)), allow_nan=False, ensure_ascii=False)",
+  ].join("\\n"));
+  const fn = py.globals.get("_shardlab_call");
+  call = (name, args) => fn(name, JSON.stringify(args));
+  postMessage({ type: "progress", text: "第 3 步（共 3 步）：正在计算……" });
+}
+self.onmessage = async (event) => {
+  const msg = event.data;
+  if (msg.type === "boot") {
+    try {
+      await boot(msg.base);
+      postMessage({ type: "ready" });
+    } catch (err) {
+      postMessage({ type: "failed", text: String(err && err.message ? err.message : err) });
+    }
+  } else if (msg.type === "call") {
+    try {
+      postMessage({ type: "result", id: msg.id, json: call(msg.name, msg.args) });
+    } catch (err) {
+      postMessage({ type: "result", id: msg.id, error: String(err).split("\\n").filter(Boolean).pop() });
+    }
+  }
+};
+`;
+
+  // 启动 Worker；返回 Promise<(name, args) => Promise<state>>。onProgress 接收进度文字，onProblem 接收问题说明
+  function boot(onProgress, onProblem) {
+    checkServing();
+    const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
+    const worker = new Worker(url, { type: "module", name: "shardlab-explorer" });
+    URL.revokeObjectURL(url);
+    const pending = new Map();
+    let next = 0;
+    return new Promise((resolve, reject) => {
+      worker.onerror = (event) => reject(new ExplorerError(`启动失败：${event.message || "Worker 出错"}`));
+      worker.onmessage = (event) => {
+        const msg = event.data;
+        if (msg.type === "progress") onProgress(msg.text);
+        else if (msg.type === "problem") onProblem(msg.text);
+        else if (msg.type === "failed") reject(new ExplorerError(msg.text));
+        else if (msg.type === "result") {
+          const done = pending.get(msg.id);
+          pending.delete(msg.id);
+          if (done) done(msg);
+        } else if (msg.type === "ready") {
+          resolve(
+            (name, args) =>
+              new Promise((settle) => {
+                const id = next++;
+                pending.set(id, (reply) => settle(reply.error ? { args, error: reply.error } : JSON.parse(reply.json)));
+                worker.postMessage({ type: "call", id, name, args });
+              }),
           );
         }
-      }
-      return response;
-    };
-    return () => {
-      window.fetch = realFetch;
-    };
-  }
-
-  async function boot(onProblem) {
-    checkServing();
-    const { loadPyodide } = await import(BASE + "pyodide.mjs");
-    const restore = watchWasm(onProblem);
-    let py;
-    try {
-      py = await loadPyodide({ indexURL: BASE, stdout: () => {}, stderr: (t) => console.warn(t) });
-    } finally {
-      restore();
-    }
-    const zip = await fetch(BASE + "shardlab-core.zip");
-    if (!zip.ok) throw new ExplorerError(`网站上找不到 shardlab-core.zip（HTTP ${zip.status}）：请重新构建网站。`);
-    py.FS.writeFile("/shardlab-core.zip", new Uint8Array(await zip.arrayBuffer()));
-    py.runPython(
-      [
-        "import json, sys",
-        "sys.path.insert(0, '/shardlab-core.zip')",
-        "from shardlab import explorer",
-        "def _shardlab_call(name, args):",
-        "    return json.dumps(getattr(explorer, name)(**json.loads(args)), allow_nan=False, ensure_ascii=False)",
-      ].join("\n"),
-    );
-    const call = py.globals.get("_shardlab_call");
-    return (name, args) => JSON.parse(call(name, JSON.stringify(args)));
+      };
+      worker.postMessage({ type: "boot", base: BASE });
+    });
   }
 
   function parseMesh(text) {
@@ -126,43 +165,57 @@
     }
     return [
       "sharding_state",
-      { B: 2 ** Number(f.B.value), D: 2 ** Number(f.D.value), F: 2 ** Number(f.F.value), chip: f.chip.value, mesh: parseMesh(f.mesh.value) },
+      {
+        B: 2 ** Number(f.B.value),
+        D: 2 ** Number(f.D.value),
+        F: 2 ** Number(f.F.value),
+        chip: f.chip.value,
+        mesh: parseMesh(f.mesh.value),
+        scenario: f.scenario.value,
+      },
     ];
   }
 
+  // 滑块旁的文字：构建时由 shardlab.explorer.range_labels 写进 data-labels，这里只按格取
   function showRanges(root) {
     for (const out of root.querySelectorAll("output[data-for]")) {
       const input = root.querySelector(`input[name="${out.dataset.for}"]`);
-      out.textContent = input.name === "nbytes" ? fmtBytes(Math.round(10 ** Number(input.value))) : String(2 ** Number(input.value));
+      const labels = JSON.parse(out.dataset.labels);
+      const k = Math.round((Number(input.value) - Number(input.min)) / Number(input.step));
+      out.textContent = labels[Math.max(0, Math.min(labels.length - 1, k))];
     }
   }
 
   function plot(state) {
-    const W = 480, H = 300, L = 70, R = 26, T = 16, B = 44;
+    const W = 480, H = 320, L = 92, R = 20, T = 14, B = 64;
     const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "shardlab-explorer-plot" });
     const xs = state.curve.nbytes;
-    const all = Object.values(state.curve.time_s).filter(Boolean).flat().filter((t) => t > 0);
+    const yt = state.y_ticks;
     const x0 = Math.log10(xs[0]), x1 = Math.log10(xs[xs.length - 1]);
-    const y0 = Math.floor(Math.log10(Math.min(...all))), y1 = Math.ceil(Math.log10(Math.max(...all)));
+    const y0 = Math.log10(yt[0][0]), y1 = Math.log10(yt[yt.length - 1][0]);
     const px = (v) => L + ((Math.log10(v) - x0) / (x1 - x0)) * (W - L - R);
     const py = (t) => T + (1 - (Math.log10(t) - y0) / (y1 - y0 || 1)) * (H - T - B);
-    svg.append(el("title", { svg: 1 }, `${state.chip}：四种集合通信的时间随大小 V 变化（双对数坐标）`));
-    for (let e = Math.ceil(x0); e <= x1; e++) {
-      svg.append(el("line", { svg: 1, x1: px(10 ** e), x2: px(10 ** e), y1: T, y2: H - B, class: "grid" }));
-      svg.append(el("text", { svg: 1, x: px(10 ** e), y: H - B + 18, "text-anchor": "middle" }, fmtBytes(10 ** e)));
+    svg.append(el("title", { svg: 1 }, `${state.chip}：四种集合通信的时间随数组大小 V 变化（双对数坐标）`));
+    // 横轴每个十倍都画网格线，文字隔一个写一个（手机上也不重叠）
+    state.x_ticks.forEach(([v, label], i) => {
+      svg.append(el("line", { svg: 1, x1: px(v), x2: px(v), y1: T, y2: H - B, class: "grid" }));
+      if (i % 2 === 0) svg.append(el("text", { svg: 1, x: px(v), y: H - B + 32, "text-anchor": "middle" }, label));
+    });
+    for (const [t, label] of yt) {
+      svg.append(el("line", { svg: 1, x1: L, x2: W - R, y1: py(t), y2: py(t), class: "grid" }));
+      svg.append(el("text", { svg: 1, x: L - 6, y: py(t) + 5, "text-anchor": "end" }, label));
     }
-    const step = Math.max(1, Math.ceil((y1 - y0) / 6));
-    for (let e = y0; e <= y1; e += step) {
-      svg.append(el("line", { svg: 1, x1: L, x2: W - R, y1: py(10 ** e), y2: py(10 ** e), class: "grid" }));
-      svg.append(el("text", { svg: 1, x: L - 6, y: py(10 ** e) + 5, "text-anchor": "end" }, fmtTime(10 ** e)));
-    }
-    svg.append(el("text", { svg: 1, x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" }, "大小 V（字节）"));
+    svg.append(el("text", { svg: 1, x: (L + W - R) / 2, y: H - 8, "text-anchor": "middle", class: "axis-title" }, "数组大小 V（字节，对数刻度）"));
+    const yMid = (T + H - B) / 2;
+    svg.append(
+      el("text", { svg: 1, x: 18, y: yMid, "text-anchor": "middle", transform: `rotate(-90 18 ${yMid})`, class: "axis-title" }, "时间（秒，对数刻度）"),
+    );
     // 选中的集合通信最后画，压在同样时间的曲线上面
     const order = Object.keys(state.curve.time_s).sort((a, b) => (a === state.collective) - (b === state.collective));
     for (const coll of order) {
       const times = state.curve.time_s[coll];
       if (!times) continue;
-      const d = times.map((t, i) => `${i ? "L" : "M"}${px(xs[i]).toFixed(1)},${py(Math.max(t, 10 ** y0)).toFixed(1)}`).join("");
+      const d = times.map((t, i) => `${i ? "L" : "M"}${px(xs[i]).toFixed(1)},${py(Math.max(t, yt[0][0])).toFixed(1)}`).join("");
       const width = coll === state.collective ? 3.5 : 1.5;
       svg.append(el("path", { svg: 1, d, fill: "none", stroke: COLORS[coll], "stroke-width": width, "data-collective": coll }));
     }
@@ -177,12 +230,8 @@
   }
 
   function renderCollectives(out, state) {
-    const cross = state.crossover_bytes[state.collective];
-    const regime = state.regime === "latency-bound" ? "延迟受限" : "带宽受限";
     out.append(el("p", { class: "shardlab-explorer-summary" }, `${state.summary}（${state.chip}）`));
-    out.append(
-      el("p", {}, cross ? `延迟项与带宽项相等的大小：约 ${fmtBytes(cross)}；比它小是延迟受限，比它大是带宽受限。当前：${regime}。` : `只有一台设备，不需要通信。`),
-    );
+    out.append(el("p", { class: state.crosses_nodes ? "shardlab-explorer-where is-warning" : "shardlab-explorer-where" }, state.where));
     const legend = el("p", { class: "shardlab-explorer-legend" });
     for (const [coll, name] of Object.entries(NAMES)) {
       const item = el("span", {}, name);
@@ -190,43 +239,118 @@
       if (!state.curve.time_s[coll]) item.textContent += "（无公式）";
       legend.append(item);
     }
-    out.append(legend, plot(state));
+    if (state.crossover_bytes[state.collective]) legend.append(el("span", { class: "crossover-key" }, `交点 V*（${NAMES[state.collective]}）`));
+    out.append(legend);
+    for (const text of state.coincide_text) out.append(el("p", { class: "shardlab-explorer-note" }, `注意：${text}。`));
+    out.append(plot(state));
+    out.append(el("p", { class: "shardlab-explorer-note" }, state.crossover_text));
     const details = el("details");
-    details.append(el("summary", {}, "公式"), el("code", {}, state.formula));
+    details.append(el("summary", {}, "公式（formula）"), el("code", {}, state.formula_text));
     out.append(details);
   }
 
-  function renderSharding(out, state) {
+  function barChart(state) {
+    const rows = state.chart.rows;
+    const ticks = state.chart.ticks;
+    const W = 480, L = 44, R = 86, T = 8, row = 30, B = 34;
+    const H = T + rows.length * row + B;
+    const max = ticks[ticks.length - 1][0] || 1;
+    const px = (t) => L + (t / max) * (W - L - R);
+    const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "shardlab-explorer-plot shardlab-explorer-bars" });
+    svg.append(el("title", { svg: 1 }, "前几种做法的 T_math（蓝）与 T_comms（橙），首尾相接就是总时间"));
+    for (const [t, label] of ticks) {
+      svg.append(el("line", { svg: 1, x1: px(t), x2: px(t), y1: T, y2: H - B, class: "grid" }));
+      svg.append(el("text", { svg: 1, x: px(t), y: H - B + 19, "text-anchor": "middle" }, label));
+    }
+    rows.forEach((i, r) => {
+      const o = state.options[i];
+      const y = T + r * row + 5;
+      svg.append(el("text", { svg: 1, x: L - 8, y: y + 15, "text-anchor": "end", class: i === state.chosen ? "chosen" : "" }, `#${i + 1}`));
+      svg.append(el("rect", { svg: 1, x: px(0), y, width: Math.max(0, px(o.t_math) - px(0)), height: row - 10, fill: BAR_COLORS.math }));
+      svg.append(el("rect", { svg: 1, x: px(o.t_math), y, width: Math.max(0, px(o.t_total) - px(o.t_math)), height: row - 10, fill: BAR_COLORS.comms }));
+      svg.append(el("text", { svg: 1, x: px(o.t_total) + 6, y: y + 15, class: i === state.chosen ? "chosen" : "" }, o.t_total_text));
+    });
+    return svg;
+  }
+
+  function optionRow(state, i, group) {
+    const o = state.options[i];
+    const row = el("tr", i === state.chosen ? { class: "chosen" } : {});
+    const label = el("td", { class: "label" });
+    label.append(el("span", {}, o.label));
+    if (group && group.members.length > 1) label.append(el("span", { class: "more" }, `（同样的通信组合另有 ${group.members.length - 1} 种）`));
+    row.append(el("td", { class: "num" }, `#${i + 1}`), label);
+    for (const text of [o.t_math_text, o.t_comms_text, o.t_total_text]) row.append(el("td", { class: "time" }, text));
+    return row;
+  }
+
+  function renderTable(state, all) {
     const table = el("table", { class: "shardlab-explorer-table" });
     const head = el("tr");
-    for (const h of ["做法（规划器的顺序）", "T_math", "T_comms", "总时间"]) head.append(el("th", {}, h));
+    const what = all ? "做法（按总时间排序）" : "做法（每种通信组合只列最快的一种）";
+    for (const h of ["#", what, "T_math", "T_comms", "总时间"]) head.append(el("th", h === what ? { class: "label" } : {}, h));
     table.append(head);
-    state.options.forEach((o, i) => {
-      const row = el("tr", i === state.chosen ? { class: "chosen" } : {});
-      row.append(el("td", {}, o.label), el("td", {}, fmtTime(o.t_math)), el("td", {}, fmtTime(o.t_comms)), el("td", {}, fmtTime(o.t_total)));
-      table.append(row);
-    });
-    const best = state.options[state.chosen];
-    const bound = best.bound === "compute-bound" ? "受算力限制" : "受通信限制";
-    out.append(el("p", { class: "shardlab-explorer-summary" }, `最快：${best.label}，约 ${fmtTime(best.t_total)}，${bound}（${state.chip}）`));
+    const groupOf = new Map(state.groups.map((g) => [g.members[0], g]));
+    const rows = all ? state.options.map((_, i) => i) : state.shown;
+    for (const i of rows) table.append(optionRow(state, i, all ? null : groupOf.get(i)));
+    return table;
+  }
+
+  // 表格比框宽时在上面加一行“左右滑动”的提示（与 course.js 给正文表格加的提示一样）
+  function scrollCue(wrap) {
+    const old = wrap.previousElementSibling;
+    if (old && old.classList.contains("course-scroll-cue")) old.remove();
+    if (wrap.scrollWidth > wrap.clientWidth + 2) {
+      const cue = el("div", { class: "course-scroll-cue shardlab-explorer-cue", "aria-hidden": "true" }, "表格较宽：左右滑动查看 ⇆");
+      wrap.parentNode.insertBefore(cue, wrap);
+    }
+  }
+
+  function renderSharding(out, state) {
+    const layout = el("p", { class: "shardlab-explorer-layout" });
+    layout.append(el("strong", {}, "假设的分片："), document.createTextNode(state.layout));
+    if (state.unused_axes_text) layout.append(document.createTextNode(state.unused_axes_text));
+    out.append(layout, el("p", { class: "shardlab-explorer-summary" }, `${state.summary}（${state.chip}）`));
+    const legend = el("p", { class: "shardlab-explorer-legend" });
+    for (const [key, name] of [["math", "T_math（计算）"], ["comms", "T_comms（通信）"]]) {
+      const item = el("span", {}, name);
+      item.style.borderColor = BAR_COLORS[key];
+      legend.append(item);
+    }
+    out.append(legend, barChart(state));
     const wrap = el("div", { class: "shardlab-explorer-scroll" });
-    wrap.append(table);
+    let all = false;
+    wrap.append(renderTable(state, all));
     out.append(wrap);
+    const hidden = state.options.length - state.shown.length;
+    if (hidden > 0) {
+      const toggle = el("button", { type: "button", class: "shardlab-explorer-toggle" }, `显示全部 ${state.options.length} 种做法`);
+      toggle.addEventListener("click", () => {
+        all = !all;
+        wrap.replaceChildren(renderTable(state, all));
+        toggle.textContent = all ? "只列每种通信组合里最快的一种" : `显示全部 ${state.options.length} 种做法`;
+        scrollCue(wrap);
+      });
+      out.append(toggle);
+    }
     const details = el("details");
     details.append(el("summary", {}, "规划器的说明"), el("pre", {}, state.explain));
     out.append(details);
+    requestAnimationFrame(() => scrollCue(wrap));
   }
 
   async function recompute(root, call) {
     showRanges(root);
     const [name, args] = argsOf(root);
+    const ticket = (root._ticket = (root._ticket || 0) + 1);
     const t0 = performance.now();
     let state;
     try {
-      state = call(name, args);
+      state = await call(name, args);
     } catch (err) {
       state = { args, error: String(err).split("\n").filter(Boolean).pop() };
     }
+    if (ticket !== root._ticket) return; // 之后又改了控件：只显示最新的结果
     root.dataset.ms = String(performance.now() - t0);
     root.dataset.state = JSON.stringify(state);
     const out = root.querySelector(".shardlab-explorer-output");
@@ -237,12 +361,15 @@
     root.dispatchEvent(new CustomEvent("shardlab-explorer-update"));
   }
 
+  const starters = new Set(); // 正在等运行时的各个探索器：进度文字同时显示在它们上面
+
   async function start(root) {
     const button = root.querySelector(".shardlab-explorer-button");
     const status = root.querySelector(".shardlab-explorer-status");
     button.disabled = true;
     root.classList.remove("is-failed", "is-slow");
-    status.textContent = "正在加载 Python（Pyodide）……";
+    root.classList.add("is-loading");
+    status.textContent = "正在启动（Python 在后台的 Web Worker 里加载，网页可以照常滚动和阅读）……";
     const watchdog = setTimeout(() => {
       status.textContent =
         "加载比预期慢。如果一直停在这里：确认页面是经 http(s):// 打开的、服务器对 .wasm 返回 application/wasm；" +
@@ -252,12 +379,18 @@
     let problem = null;
     const onProblem = (text) => {
       problem = problem || text;
-      status.textContent = problem;
-      root.classList.add("is-failed");
+      for (const r of starters) {
+        r.querySelector(".shardlab-explorer-status").textContent = problem;
+        r.classList.add("is-failed");
+      }
     };
+    const onProgress = (text) => {
+      for (const r of starters) if (!r.classList.contains("is-slow")) r.querySelector(".shardlab-explorer-status").textContent = text;
+    };
+    starters.add(root);
     try {
       const t0 = performance.now();
-      runtime = runtime || boot(onProblem);
+      runtime = runtime || boot(onProgress, onProblem);
       const call = await Promise.race([
         runtime,
         new Promise((_, reject) => {
@@ -266,7 +399,6 @@
           runtime.then(stop, stop);
         }),
       ]);
-      root.dataset.startMs = String(performance.now() - t0);
       const form = root.querySelector("form");
       for (const c of form.elements) c.disabled = false;
       if (root.dataset.kind === "collectives") syncAxes(form);
@@ -275,6 +407,7 @@
         recompute(root, call);
       });
       await recompute(root, call);
+      root.dataset.startMs = String(performance.now() - t0);
       status.textContent = "已就绪：改动上面的控件，结果立即重算。";
       root.classList.remove("is-slow");
       root.classList.add("is-ready");
@@ -284,6 +417,8 @@
       root.classList.add("is-failed");
       button.disabled = false;
     } finally {
+      starters.delete(root);
+      root.classList.remove("is-loading");
       clearTimeout(watchdog);
     }
   }
