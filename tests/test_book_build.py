@@ -1,6 +1,7 @@
 """从零构建整本书（tests/conftest.py 的 built_site）：每个笔记本都被执行（nbval 已经跑过的取它的输出），任何单元错误、断链或 Sphinx 警告都让构建失败"""
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -25,6 +26,17 @@ def test_executed_numbers_are_glued_into_the_prose(built_site):
     html = (built_site / "book" / "environment.html").read_text(encoding="utf-8")
     assert '本次运行共有 <span class="pasted-text">8</span> 个设备' in html
     assert "与 NumPy 一致" in html
+
+
+@pytest.mark.slow
+def test_figures_and_equations_are_numbered_per_chapter(built_site):
+    """tools/site_numbers.py：以前全书连续编号，第 6 章从“图 7”、“(15)”开始"""
+    for page, chapter in (("ch05_collectives", "5"), ("ch06_sharded_matmul", "6")):
+        html = (built_site / "book" / f"{page}.html").read_text(encoding="utf-8")
+        figures = re.findall(r'caption-number">图 ([^<]*?) <', html)
+        equations = re.findall(r'class="eqno">\(([^<]*)\)<', html)
+        assert figures and figures == [f"{chapter}.{k}" for k in range(1, len(figures) + 1)], (page, figures)
+        assert equations and equations == [f"{chapter}.{k}" for k in range(1, len(equations) + 1)], (page, equations)
 
 
 @pytest.mark.slow
