@@ -1266,7 +1266,7 @@ def test_a_mistyped_roster_id_holds_the_student_instead_of_recording_zero(tmp_pa
         for sid in ("s000", "s002")
     }
     students = roster.read(typo)
-    why = cli._held_without_file(tmp_path / "o", {}, students, results, found.off_roster)
+    why = cli._held_without_file(tmp_path / "o", {}, students, results, {"off_roster": found.off_roster})
     assert list(why) == ["s010"] and "s001" in why["s010"]
     _, table = outputs.rows(list(results.values()), students, 5, held=why)
     row = next(r for r in table if r["id"] == "s010")
@@ -1275,7 +1275,7 @@ def test_a_mistyped_roster_id_holds_the_student_instead_of_recording_zero(tmp_pa
     text = outputs.summary(table, list(results.values()), [], None)
     assert "## 待核对（1 人" in text and "没有提交" not in text
     # 花名册没写错、只是有人没交：照样“没有提交”
-    assert not cli._held_without_file(tmp_path / "o", {}, students, results, [])
+    assert not cli._held_without_file(tmp_path / "o", {}, students, results, {})
 
 
 def test_grading_one_late_file_into_an_old_output_does_not_zero_the_others(tmp_path):
@@ -1291,7 +1291,7 @@ def test_grading_one_late_file_into_an_old_output_does_not_zero_the_others(tmp_p
     results = {"s001_x": {"student": "s001_x", "roster_id": "s001", "points": 5.0, "counted": True, "file": "x"}}
     meta = {"not_in_this_run": ["s000_x.json"]}
     assert cli._earlier_students(out, meta) == {"s000": "s000/x.ipynb"}
-    why = cli._held_without_file(out, meta, students, results, [])
+    why = cli._held_without_file(out, meta, students, results, {})
     assert list(why) == ["s000"] and "以前评过" in why["s000"]
 
 
@@ -1331,3 +1331,58 @@ def test_regrading_one_file_into_the_class_output_holds_the_rest(tmp_path, capsy
     canvas = (out / "canvas.csv").read_text(encoding="utf-8-sig").splitlines()
     assert any(line.endswith(",s000,,,") for line in canvas)
     assert "以前评过" in (out / "summary.md").read_text(encoding="utf-8")
+
+
+def _no_results_for(found, *missing: str) -> dict:
+    """prepare 之后、不进沙箱：假装找到的文件都评了（同一个学生的算一份）"""
+    return {
+        f.sid: {"student": f.sid, "roster_id": f.roster_id, "points": 1.0, "counted": True, "file": f.rel}
+        for f in found.found
+        if f.roster_id not in missing
+    }
+
+
+def test_a_file_that_is_not_a_notebook_holds_its_owner_instead_of_zero(tmp_path):
+    """以前：s001 的文件夹里只有 ch05_exercises.md（jupytext 配对的 Markdown）、.zip 或符号链接时，他是“没有提交”、canvas.csv 里 0 分"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    (own / "s001" / "ch05_exercises.ipynb").rename(own / "s001" / "ch05_exercises.md")
+    (own / "s002" / "ch05_exercises.ipynb").rename(own / "s002" / "ch05_exercises.ipynb.json")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    assert sorted(found.owned_ignored) == ["s001", "s002"] and "不是 .ipynb" in found.owned_ignored["s001"]
+    doubts = {"owned_ignored": found.owned_ignored, "unidentified": found.unidentified, "partial": found.partial}
+    why = cli._held_without_file(tmp_path / "o", {}, roster.read(roster_path), _no_results_for(found), doubts)
+    assert sorted(why) == ["s001", "s002"] and "交了文件但没有评" in why["s001"]
+
+
+def test_a_notebook_nobody_can_be_matched_to_holds_the_students_without_a_file(tmp_path):
+    """以前：王五把答案贴进一个新笔记本（没有 shardlab 元数据），起名“王五作业.ipynb”：认不出是谁的，他“没有提交”、0 分"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    real = json.loads((own / "s002" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    shutil.rmtree(own / "s002")
+    (own / "王五作业.ipynb").write_text(json.dumps(_unsigned(real)), encoding="utf-8")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    assert found.unidentified == ["王五作业.ipynb"]
+    doubts = {"unidentified": found.unidentified}
+    why = cli._held_without_file(tmp_path / "o", {}, roster.read(roster_path), _no_results_for(found), doubts)
+    assert list(why) == ["s002"] and "认不出是谁交的" in why["s002"]
+
+
+def test_one_students_folder_given_as_the_submissions_is_a_partial_run(tmp_path, capsys):
+    """以前：重评一个学生时给的是他的文件夹 subs/s000、输出到新目录，别的学生在 canvas.csv 里都是 0 分"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    args, found = _prepare(
+        tmp_path, own / "s000", "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret)
+    )
+    assert "学生的文件夹" in found.partial
+    why = cli._held_without_file(
+        tmp_path / "o", {}, roster.read(roster_path), _no_results_for(found), {"partial": found.partial}
+    )
+    assert sorted(why) == ["s001", "s002"] and all("不是整个提交目录" in w for w in why.values())
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    assert found.partial == "" and not found.unidentified and not found.owned_ignored
+    # 提醒只在评分开始时打印一次（以前 prepare 里也打印：“在 --out 里面”出现两次）
+    capsys.readouterr()
+    cli.prepare(cli.build_parser().parse_args([str(own), "--out", str(own / "grades"), "--course", str(ROOT),
+                                               "--sandbox", "rlimit", "--chapter", "5", "--roster", str(roster_path),
+                                               "--secret-file", str(secret)]))  # fmt: skip
+    assert "--out 在提交目录" not in capsys.readouterr().err

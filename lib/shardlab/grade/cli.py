@@ -42,6 +42,7 @@ from shardlab.grade import gradescope, identify, inject, integrity, outputs, per
 from shardlab.grade import status as st
 from shardlab.grade.course import Course, CourseError
 from shardlab.grade.folder import Found, Scan, Unreadable, read_submission, scan
+from shardlab.grade.folder import show as folder_show
 from shardlab.grade.judge import hidden_inputs
 from shardlab.grade.key import AnswerKeyError, load_key
 from shardlab.grade.sandbox import Interrupted, Limits, Sandbox, bwrap_problem, stage_library
@@ -194,9 +195,7 @@ def prepare(args) -> Ready:
         for ch in sorted({a.chapter for a in answers.ANSWERS.values()})
     }
     mode = _sandbox_mode(args.sandbox)
-    for warning in _check_submission_args(args.submissions, args.out):
-        args.roster_notes.append(warning)
-        print(f"评分器：{warning}", file=sys.stderr)
+    args.roster_notes += _check_submission_args(args.submissions, args.out)  # 评分开始时与别的说明一起打印
     found = scan(args.submissions, skip=args.out)
     args.roster_notes += found.notes
     _peek_all(found, args.personal.secret if args.personal else None)
@@ -206,6 +205,7 @@ def prepare(args) -> Ready:
             _refuse_personal_without_key(found)
     else:
         _identify(found, args.personal, args.trust_key, args.roster_notes)
+        found.partial = _partial(args.submissions, identify.Roster(args.personal.students))
     _refuse_nothing_to_grade(found)
     chapter = _choose_chapter(found.found, args.chapter)
     key = base_key
@@ -510,6 +510,11 @@ def _identify(found: Scan, who: Personal, trust_key: bool = False, notes: list[s
             "请确认花名册是这个班的、文件是按教师指南“收作业”一节的方式放的。什么也没有写。"
         )
     found.found[:] = keep
+    found.unidentified = [f.rel for f in unmatched]
+    for raw, why in found.skipped_raw:  # 认得出是谁的、却评不了的文件（交了 .md、.zip、.ipynb.json）：他不是“没有提交”
+        sid = identify.identify(identify.rel_parts(raw), table, None, None).sid
+        if sid is not None:
+            found.owned_ignored.setdefault(sid, f"{folder_show(raw)}（{why}）")
     found.off_roster = sorted({f.peek.student for f in evidence.values()})
     if found.off_roster:
         shown = "、".join(repr(terminal(i, 40)) for i in found.off_roster[:5])
@@ -517,6 +522,18 @@ def _identify(found: Scan, who: Personal, trust_key: bool = False, notes: list[s
             f"{len(found.off_roster)} 个不在花名册里的 id 有用这个密钥生成的个人版（{shown}），没有评："
             "花名册里的 id 改过或写错了（或这位学生退了课）？花名册里这次没有文件的学生标为“待核对”（canvas.csv 里不给分），核对花名册后重评"
         )
+
+
+def _partial(specs: list[str], table: identify.Roster) -> str:
+    """提交参数只是班上的一部分时说明是哪部分（一个个文件、名字是学生 id 的文件夹），否则是空串。
+    这时没有找到文件的学生不能当成没交（以前重评一个学生时别的学生在 canvas.csv 里都是 0 分）"""
+    files = [s for s in specs if os.path.isfile(s)]
+    own = [s for s in specs if os.path.isdir(s) and table.exact(os.path.basename(os.path.normpath(s)))]
+    if own:
+        return f"这次给的是学生的文件夹 {terminal(own[0], 100)}{' 等' if len(own) > 1 else ''}，不是整个提交目录"
+    if files:
+        return f"这次给的是 {len(files)} 个文件，不是整个提交目录"
+    return ""
 
 
 def _signed_for_its_own_id(peek, secret: bytes, public: dict[str, bytes]) -> bool:
@@ -731,7 +748,12 @@ def _main_locked(args, ready: Ready, out: Path, interrupts) -> int:
             "weights": args.weight_map,
             "selection_rule": SELECTION_RULE,
             "roster_notes": args.roster_notes,
-            "off_roster": found.off_roster,
+            "doubts": {
+                "off_roster": found.off_roster,
+                "unidentified": found.unidentified,
+                "owned_ignored": found.owned_ignored,
+                "partial": found.partial,
+            },
         }
         if removed:
             meta["cleaned_up"] = removed
@@ -874,7 +896,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     held_why = dict.fromkeys(held, outputs.HELD)
     students = args.personal.students if args.personal else None
     if students:
-        held_why |= _held_without_file(out, meta, students, results, meta.get("off_roster", []))
+        held_why |= _held_without_file(out, meta, students, results, meta.get("doubts", {}))
     broken = [s for s, r in results.items() if r.get("status") in (st.CRASHED, st.GRADER_ERROR)]
     withheld = None
     if newly and len(results) >= 2 and len(broken) == len(results):  # 缓存里好的结果也算：只重评了崩溃的那几份时不算
@@ -939,24 +961,38 @@ def _earlier_students(out: Path, meta: dict) -> dict[str, str]:
     return owners
 
 
-def _held_without_file(out: Path, meta: dict, students, results: dict[str, dict], off_roster: list[str]) -> dict:
+def _held_without_file(out: Path, meta: dict, students, results: dict[str, dict], doubts: dict) -> dict:
     """花名册里这次没有文件的学生，有理由相信他们交了的：成绩“待核对”、canvas.csv 里不给分，而不是“没有提交”记 0 分。
-    - 输出目录里有他们以前的结果（这次只给了几份迟交的文件，别的学生的文件不在这次的路径里）；
-    - 有用这个密钥为不在花名册里的 id 生成的个人版（花名册里的 id 改过或写错了：他交了，只是对不上）"""
+    理由（doubts 的键，见 folder.Scan）：
+    - 输出目录里有他以前的结果（这次只给了几份迟交的文件，别的学生的文件不在这次的路径里）；
+    - 认得出是他的文件没有评（交了 .md、.zip 或符号链接）；
+    - 这次只给了一部分提交（一个个文件、某个学生的文件夹）；
+    - 有用这个密钥为不在花名册里的 id 生成的个人版（花名册里的 id 改过或写错了）；
+    - 有认不出是谁交的笔记本（可能就是他的）"""
     graded = {r.get("roster_id") for r in results.values()} | {m for r in results.values() for m in r.get("group", [])}
-    missing = [s.id for s in students if s.id not in graded]
     earlier = _earlier_students(out, meta)
+    owned = doubts.get("owned_ignored", {})
+    off_roster, unknown = doubts.get("off_roster", []), doubts.get("unidentified", [])
     why = {}
-    for sid in missing:
-        if sid in earlier:
+    for sid in (s.id for s in students if s.id not in graded):
+        if sid in owned:
+            why[sid] = f"待核对：交了文件但没有评：{owned[sid]}；请他交 .ipynb 笔记本，或由助教核对"
+        elif sid in earlier:
             why[sid] = (
                 f"待核对：以前评过（{earlier[sid]}，结果在 results/），这次给的路径里没有他的文件；"
                 "重评一个学生时请照样给全班的提交目录（没变的提交用缓存，不重跑）"
             )
+        elif doubts.get("partial"):
+            why[sid] = f"待核对：{doubts['partial']}，没有看到他的文件：是没交，还是不在给的路径里？"
         elif off_roster:
             why[sid] = (
                 f"待核对：没有对上的文件，而有 {len(off_roster)} 份用这个密钥生成的个人版写着不在花名册里的 id"
                 f"（{'、'.join(off_roster[:5])}）：花名册里的 id 改过或写错了？核对花名册后重评"
+            )
+        elif unknown:
+            why[sid] = (
+                f"待核对：没有对上的文件，而有 {len(unknown)} 个笔记本认不出是谁交的（例如 {unknown[0]}，见 summary.md 的忽略的文件）："
+                "可能有他的；核对后把文件放进 <id>/ 文件夹重评"
             )
     return why
 

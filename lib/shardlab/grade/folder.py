@@ -68,7 +68,14 @@ class Scan:
     found: list[Found] = field(default_factory=list)
     ignored: list[dict] = field(default_factory=list)  # {"file": 相对路径, "reason": 原因}
     notes: list[str] = field(default_factory=list)  # 给教师的说明（例如：进了 Gradescope 导出外面的那一层文件夹）
+    # 有花名册时，让“这次没有文件的学生”不能放心记 0 分的线索（见 cli._held_without_file）：
     off_roster: list[str] = field(default_factory=list)  # 用这个密钥为不在花名册里的 id 生成的个人版写着的 id
+    unidentified: list[str] = field(default_factory=list)  # 认不出是谁交的笔记本
+    owned_ignored: dict[str, str] = field(
+        default_factory=dict
+    )  # 花名册 id → 认得出是他的、却没有评的文件（不是 .ipynb 等）
+    partial: str = ""  # 这次只给了一部分提交（一个个文件、某个学生的文件夹）
+    skipped_raw: list[tuple[bytes, str]] = field(default_factory=list)  # 没有评的文件的原始相对路径与原因
 
 
 def _kind(mode: int) -> str | None:
@@ -242,6 +249,7 @@ def _walk(root: bytes, rel: bytes, depth: int, add, result: Scan, skip: bytes | 
             continue  # 隐藏文件（.DS_Store、.ipynb_checkpoints、.git、macOS 的 ._x.ipynb）与 macOS 压缩包里的 __MACOSX
         if entry.is_symlink():
             result.ignored.append({"file": show(sub), "reason": "符号链接（symlink），评分器不跟随它"})
+            result.skipped_raw.append((sub, "符号链接（symlink）"))
             continue
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
@@ -256,6 +264,7 @@ def _walk(root: bytes, rel: bytes, depth: int, add, result: Scan, skip: bytes | 
         if not _is_notebook(name):
             if name != EXPORT_METADATA:  # Gradescope 导出里的提交者名单：评分器读它，不是被忽略的文件
                 result.ignored.append({"file": show(sub), "reason": "不是 .ipynb 笔记本"})
+                result.skipped_raw.append((sub, "不是 .ipynb 笔记本"))
             continue
         group = _stem(name) if not rel else rel.split(b"/")[0]
         add(os.path.join(root, sub), sub, group)
