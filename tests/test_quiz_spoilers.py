@@ -53,7 +53,9 @@ def _glued_here(source: str) -> set[str]:
 def _shows_output(source: str) -> bool:
     lines = [ln for ln in source.splitlines() if ln.strip() and not ln.startswith((" ", "#", ")", "]"))]
     last = lines[-1] if lines else ""
-    bare_last = not re.match(r"^(\w[\w, ]*=|for |if |def |assert |import |from |glue|plots\.glue|print\(|display\()", last)
+    bare_last = not re.match(
+        r"^(\w[\w, ]*=|for |if |def |assert |import |from |glue|plots\.glue|print\(|display\()", last
+    )
     return "print(" in source or "display(" in source or bare_last
 
 
@@ -67,7 +69,7 @@ def spoiled_in_source(text: str) -> list[str]:
         _, title, question, answer = block
         before = "".join(b[1] for b in blocks[:i] if b[0] == "md") + question
         secret = set(GLUE_REF.findall(answer)) - set(GLUE_REF.findall(before))
-        for j, earlier in enumerate(blocks[:i]):
+        for earlier in blocks[:i]:
             if earlier[0] != "code":
                 continue
             _, tags, source = earlier
@@ -91,13 +93,13 @@ def test_no_quiz_answer_is_computed_in_view_before_the_question(page):
 
 def test_the_source_check_catches_a_printed_answer():
     shown = (
-        "```{code-cell} ipython3\nt = 1\nglue_text(\"q-t\", str(t))\n```\n\n"
+        '```{code-cell} ipython3\nt = 1\nglue_text("q-t", str(t))\n```\n\n'
         "```{admonition} 小测验：多久？\n要多久？\n```\n\n"
         "```{admonition} 答案\n:class: dropdown\n{glue:text}`q-t`\n```\n"
     )
     assert len(spoiled_in_source(shown)) == 1
     printed = shown.replace("```{code-cell} ipython3\n", "```{code-cell} ipython3\n:tags: [remove-input]\n\n")
-    printed = printed.replace('str(t))\n', 'str(t))\nprint(t)\n')
+    printed = printed.replace("str(t))\n", "str(t))\nprint(t)\n")
     assert "输出" in spoiled_in_source(printed)[0]
     quiet = printed.replace("print(t)\n", "")
     assert spoiled_in_source(quiet) == []
@@ -139,9 +141,11 @@ def spoiled_in_executed(nb: dict, glue: dict[str, str]) -> list[str]:
         source = "".join(cell.get("source", ""))
         if cell["cell_type"] == "code":
             tags = set(cell.get("metadata", {}).get("tags", []))
-            outs = [] if tags & HIDDEN_OUTPUT else [
-                _text_of(o) for o in cell.get("outputs", []) if "scrapbook" not in o.get("metadata", {})
-            ]
+            outs = (
+                []
+                if tags & HIDDEN_OUTPUT
+                else [_text_of(o) for o in cell.get("outputs", []) if "scrapbook" not in o.get("metadata", {})]
+            )
             cells.append((_glued_here(source), "" if tags & HIDDEN_INPUT else source, outs))
             continue
         for title, question, answer in re.findall(
