@@ -1,0 +1,194 @@
+"""第 5、6 章的小测验不提前泄露答案
+
+读者先看到问题，再展开折叠的答案。答案里引用的数（`{glue:text}` 的名字）由代码单元算出；
+算它的单元如果排在问题之前，而且代码展开显示，或者把结果打印出来，读者在问题之前就看到了答案。
+
+- 读 .md 的检查（快，不用构建）：答案独有的 glue 名字由哪个单元算出；那个单元在问题之前时，
+  代码必须不显示（``remove-input`` / ``remove-cell`` / ``hide-input``），也不能 print 或 display 任何东西
+  （``remove-cell`` 或 ``remove-output`` 除外）。
+- 读执行过的笔记本的检查（有构建时）：问题之前所有显示出来的输出与展开的代码里，都不出现答案的值。
+"""
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = ["book/ch05_collectives", "book/ch06_sharded_matmul"]
+HIDDEN_INPUT = {"remove-input", "remove-cell", "hide-input", "hide-cell"}
+HIDDEN_OUTPUT = {"remove-output", "remove-cell"}
+GLUE_REF = re.compile(r"\{glue:text\}`([^`]+)`")
+
+
+def _blocks(text: str) -> list[tuple]:
+    """按顺序：('code', 标签集合, 源码) 与 ('quiz', 标题, 问题, 答案)；其余的 Markdown 按 ('md', 文字)"""
+    blocks, pos = [], 0
+    cell = re.compile(r"^```\{code-cell\}[^\n]*\n(?::tags: \[([^\]]*)\]\n\n?)?(.*?)^```$", re.M | re.S)
+    quiz = re.compile(
+        r"^```\{admonition\} 小测验：([^\n]*)\n(.*?)^```\n+```\{admonition\} 答案\n:class: dropdown\n(.*?)^```$",
+        re.M | re.S,
+    )
+    while True:
+        found = [m for m in (cell.search(text, pos), quiz.search(text, pos)) if m]
+        if not found:
+            blocks.append(("md", text[pos:]))
+            return blocks
+        m = min(found, key=lambda m: m.start())
+        blocks.append(("md", text[pos : m.start()]))
+        if m.re is cell:
+            tags = {t.strip() for t in (m.group(1) or "").split(",") if t.strip()}
+            blocks.append(("code", tags, m.group(2)))
+        else:
+            blocks.append(("quiz", m.group(1), m.group(2), m.group(3)))
+        pos = m.end()
+
+
+def _glued_here(source: str) -> set[str]:
+    return set(re.findall(r"""glue(?:_text)?\(\s*["']([^"']+)["']""", source))
+
+
+def _shows_output(source: str) -> bool:
+    lines = [ln for ln in source.splitlines() if ln.strip() and not ln.startswith((" ", "#", ")", "]"))]
+    last = lines[-1] if lines else ""
+    bare_last = not re.match(
+        r"^(\w[\w, ]*=|for |if |def |assert |import |from |glue|plots\.glue|print\(|display\()", last
+    )
+    return "print(" in source or "display(" in source or bare_last
+
+
+def spoiled_in_source(text: str) -> list[str]:
+    """答案独有的 glue 名字在问题之前由显示代码或输出的单元算出"""
+    blocks = _blocks(text)
+    problems = []
+    for i, block in enumerate(blocks):
+        if block[0] != "quiz":
+            continue
+        _, title, question, answer = block
+        before = "".join(b[1] for b in blocks[:i] if b[0] == "md") + question
+        secret = set(GLUE_REF.findall(answer)) - set(GLUE_REF.findall(before))
+        for earlier in blocks[:i]:
+            if earlier[0] != "code":
+                continue
+            _, tags, source = earlier
+            keys = sorted(_glued_here(source) & secret)
+            if not keys:
+                continue
+            if not tags & HIDDEN_INPUT:
+                problems.append(f"小测验“{title}”：问题之前展开的代码算出答案 {keys}")
+            elif not tags & HIDDEN_OUTPUT and _shows_output(source):
+                problems.append(f"小测验“{title}”：问题之前算出答案 {keys} 的单元有显示出来的输出")
+    return problems
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_no_quiz_answer_is_computed_in_view_before_the_question(page):
+    text = (ROOT / f"{page}.md").read_text(encoding="utf-8")
+    assert len([b for b in _blocks(text) if b[0] == "quiz"]) >= 8
+    problems = spoiled_in_source(text)
+    assert problems == [], "\n".join(problems)
+
+
+def test_the_source_check_catches_a_printed_answer():
+    shown = (
+        '```{code-cell} ipython3\nt = 1\nglue_text("q-t", str(t))\n```\n\n'
+        "```{admonition} 小测验：多久？\n要多久？\n```\n\n"
+        "```{admonition} 答案\n:class: dropdown\n{glue:text}`q-t`\n```\n"
+    )
+    assert len(spoiled_in_source(shown)) == 1
+    printed = shown.replace("```{code-cell} ipython3\n", "```{code-cell} ipython3\n:tags: [remove-input]\n\n")
+    printed = printed.replace("str(t))\n", "str(t))\nprint(t)\n")
+    assert "输出" in spoiled_in_source(printed)[0]
+    quiet = printed.replace("print(t)\n", "")
+    assert spoiled_in_source(quiet) == []
+    after = quiet.replace("remove-input", "hide-input")
+    assert spoiled_in_source(after) == []
+
+
+# ---------- 执行过的笔记本（有构建时） ----------
+
+
+def _executed(page: str) -> Path | None:
+    site = os.environ.get("SHARDLAB_SITE")
+    build = Path(site).parent if site else ROOT / "_build"
+    path = build / "jupyter_execute" / f"{page}.ipynb"
+    return path if path.exists() else None
+
+
+def _text_of(out: dict) -> str:
+    if out.get("output_type") == "stream":
+        return "".join(out.get("text", ""))
+    data = out.get("data", {})
+    for kind in ("text/markdown", "text/plain", "text/html"):
+        if kind in data:
+            value = data[kind]
+            return "".join(value) if isinstance(value, list) else str(value)
+    return ""
+
+
+def spoiled_in_executed(nb: dict, glue: dict[str, str]) -> list[str]:
+    """问题之前，算出答案的单元（以及紧挨着问题的那个代码单元）显示出来的输出或展开的代码里出现答案的值
+
+    只比较至少 4 个字符、带数字的值，按整个数匹配（'3 µs' 不算在 '243 µs' 里）；正文在问题之前已经引用过的值不算。
+    只看算出答案的单元：别处的表格里碰巧出现同一个数（另一种情形的时间）不算泄露。
+    """
+    cells: list[tuple[set, str, list[str]]] = []  # (glue 的名字, 展开的代码, 显示出来的输出)
+    in_prose: set[str] = set()  # 正文里已经引用过的值：问题之前本来就告诉了读者
+    problems = []
+    for cell in nb["cells"]:
+        source = "".join(cell.get("source", ""))
+        if cell["cell_type"] == "code":
+            tags = set(cell.get("metadata", {}).get("tags", []))
+            outs = (
+                []
+                if tags & HIDDEN_OUTPUT
+                else [_text_of(o) for o in cell.get("outputs", []) if "scrapbook" not in o.get("metadata", {})]
+            )
+            cells.append((_glued_here(source), "" if tags & HIDDEN_INPUT else source, outs))
+            continue
+        for title, question, answer in re.findall(
+            r"```\{admonition\} 小测验：([^\n]*)\n(.*?)```\s*```\{admonition\} 答案\n:class: dropdown\n(.*?)```",
+            source,
+            re.S,
+        ):
+            told = in_prose | {glue.get(k, "") for k in GLUE_REF.findall(question)}
+            keys = set(GLUE_REF.findall(answer))
+            near = [c for c in cells if c[0] & keys] + cells[-1:]
+            seen = "\n".join(text for glued, code, outs in near for text in [code, *outs])
+            for key in sorted(keys):
+                value = glue.get(key, "")
+                if len(value) < 4 or not re.search(r"\d", value) or value in told:
+                    continue
+                if re.search(rf"(?<![\d.,]){re.escape(value)}(?![\d])", seen):
+                    problems.append(f"小测验“{title}”：答案 {key} = {value!r} 在问题之前就显示了")
+        in_prose |= {glue.get(k, "") for k in GLUE_REF.findall(source)}
+    return problems
+
+
+def _glue_values(nb_path: Path, nb: dict) -> dict[str, str]:
+    outputs = [o for c in nb["cells"] for o in c.get("outputs", [])]
+    side = nb_path.with_suffix(".glue.json")
+    if side.exists():
+        outputs += list(json.loads(side.read_text(encoding="utf-8")).values())
+    values = {}
+    for out in outputs:
+        name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+        data = out.get("data", {})
+        plain = data.get("application/papermill.record/text/plain", data.get("text/plain"))
+        if name and plain is not None:
+            values[name] = ("".join(plain) if isinstance(plain, list) else str(plain)).strip("'\"")
+    return values
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_no_quiz_answer_value_is_shown_before_the_question(page):
+    path = _executed(page)
+    if path is None:
+        pytest.skip("没有执行过的笔记本（_build/jupyter_execute）：先构建网站")
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    glue = _glue_values(path, nb)
+    assert glue, f"{path} 里没有 glue 的值"
+    problems = spoiled_in_executed(nb, glue)
+    assert problems == [], "\n".join(problems)
