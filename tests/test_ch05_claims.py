@@ -181,6 +181,6 @@ def test_lower_envelope_is_qualified_and_sp_bytes_agree_with_ch06(glued):
 def test_primitive_table_and_p5_ratio_glue(glued):
     assert glued["ch05-prim-h100-ag"] == units.fmt_time(1e9 * 7 / 8 / 450e9)  # NVSwitch：V(N-1)/(N·W_GPU)
     assert glued["ch05-prim-h100-wrong"] == units.fmt_time(1e9 / 900e9)  # 误用“双向 900 GB/s”代进环的公式
-    assert glued["ch05-q6-total"] == units.fmt_bytes(128 * 2 * 4096 * 4096 * 2 * 7 / 8)  # 与时间同用 (N-1)/N
+    assert glued["ch05-q6-total"] == units.fmt_bytes(128 * 2 * 8192 * 4096 * 2 * 7 / 8)  # 与时间同用 (N-1)/N
     assert "ch05-p5-one-nic" not in glued  # 这个比值是解答的结论，题面不给
     assert (glued["ch05-p5-base"], glued["ch05-p5-net-step"], glued["ch05-p5-nvl-step"]) == ("6.6 µs", "2.7 µs", "1 µs")

@@ -70,7 +70,7 @@ def test_no_whole_book_schedule_wording():
 def test_tp_quiz_bytes_use_the_same_ring_factor_as_the_time():
     answer = _between(CH05, "小测验：普通 TP 一个微批次要做多少次 AllReduce？", "```{tip}")
     assert "$2V(N-1)/N$" in answer
-    assert "units.fmt_bytes(n_ar * 2 * v_act * 7 / 8)" in CH05
+    assert "units.fmt_bytes(n_ar * 2 * v_q6 * 7 / 8)" in CH05
 
 
 def test_alltoall_quarter_is_only_on_a_bidirectional_ring():
@@ -297,11 +297,18 @@ def test_tp_quiz_time_uses_the_chapters_gpu_model():
     answer = _between(CH05, "小测验：普通 TP 一个微批次要做多少次 AllReduce？", "```{tip}")
     for key in ("ch05-q6-bw1", "ch05-q6-lat1", "ch05-q6-call", "ch05-q6-t", "ch05-q6-t-bw"):
         assert "{glue:text}`" + key + "`" in answer
-    assert 'cost.estimate("all_reduce", v_act, {"TP": 8}, H100)' in CH05
-    # 独立地算：V = 4096·4096·2，带宽项 2V·7/8 / 450 GB/s，NCCL LL 的延迟项 6.6 + 14 × 0.6 µs
-    v = 4096 * 4096 * 2
+    assert 'cost.estimate("all_reduce", v_q6, {"TP": 8}, H100)' in CH05
+    # 独立地算：V = 8192·4096·2，带宽项 2V·7/8 / 450 GB/s，NCCL LL 的延迟项 6.6 + 14 × 0.6 µs
+    v = 8192 * 4096 * 2
     call = 2 * v * 7 / 8 / 450e9 + 6.6e-6 + 14 * 0.6e-6
-    assert (units.fmt_time(128 * call), units.fmt_time(128 * 2 * v * 7 / 8 / 450e9)) == ("18.6 ms", "16.7 ms")
+    assert (units.fmt_time(128 * call), units.fmt_time(128 * 2 * v * 7 / 8 / 450e9)) == ("35.3 ms", "33.4 ms")
+
+
+def test_tp_quiz_is_not_problem_7s_prefill():
+    """以前小测验的 V（4096 词元 × 4096）与习题 P7 的 prefill（2048 词元 × 8192）恰好都是 33.6 MB：答案就是 P7 的答案"""
+    answer = _between(CH05, "小测验：普通 TP 一个微批次要做多少次 AllReduce？", "```{tip}")
+    assert "8192 个词元" in answer
+    assert units.fmt_bytes(8192 * 4096 * 2) != units.fmt_bytes(2048 * 8192 * 2)
 
 
 def test_p5_values_are_not_printed_in_the_body():

@@ -10,7 +10,6 @@
 """
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -110,11 +109,11 @@ def test_the_source_check_catches_a_printed_answer():
 # ---------- 执行过的笔记本（有构建时） ----------
 
 
-def _executed(page: str) -> Path | None:
-    site = os.environ.get("SHARDLAB_SITE")
-    build = Path(site).parent if site else ROOT / "_build"
-    path = build / "jupyter_execute" / f"{page}.ipynb"
-    return path if path.exists() else None
+def _executed(site: Path, page: str) -> Path:
+    """构建时执行过的笔记本（网站目录旁边的 jupyter_execute/）：这次构建的，不是本地留下的旧构建"""
+    path = site.parent / "jupyter_execute" / f"{page}.ipynb"
+    assert path.exists(), f"构建没有留下执行过的笔记本 {path}"
+    return path
 
 
 def _text_of(out: dict) -> str:
@@ -182,11 +181,10 @@ def _glue_values(nb_path: Path, nb: dict) -> dict[str, str]:
     return values
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", CHAPTERS)
-def test_no_quiz_answer_value_is_shown_before_the_question(page):
-    path = _executed(page)
-    if path is None:
-        pytest.skip("没有执行过的笔记本（_build/jupyter_execute）：先构建网站")
+def test_no_quiz_answer_value_is_shown_before_the_question(page, site):
+    path = _executed(site, page)
     nb = json.loads(path.read_text(encoding="utf-8"))
     glue = _glue_values(path, nb)
     assert glue, f"{path} 里没有 glue 的值"
