@@ -28,7 +28,7 @@ def test_exercise_2_names_the_formula_that_6_4_gives():
 
 
 def test_multi_axis_speedups_are_the_schedule_not_the_limit():
-    """1.09/1.33/1.6 倍是课程这一种调度的时间；入口下界允许更快，不能说成“精确”或“远达不到”"""
+    """1.33/1.33/1.6 倍是课程这一种调度的时间；入口下界允许更快，不能说成“精确”或“远达不到”"""
     section = CHAPTER.split("## 6.4", 1)[1].split("## 6.5", 1)[0]
     assert "远达不到" not in section and "不是上限" in section and "ch06-multi-v5e24-bound" in section
     assert "精确调度" not in SOLUTIONS and "结论以精确调度的为准" not in SOLUTIONS

@@ -206,13 +206,18 @@ def _axis_steps(size: int, wrap: bool) -> int:
 def allgather_multi_axis(
     v_bytes: float, axis_sizes: Sizes, ici_bidir_bw: float, hop_latency: float = 0.0, wraparound: Wraps = None
 ) -> float:
-    """在 k 个轴上同时 AllGather 的精确时间：环形模拟器（`shardlab.ring`）的并发调度逐步计时的结果
+    """在 k 个轴上同时 AllGather 的精确时间：环形模拟器（`shardlab.ring`）给并发调度计时的结果
 
     调度：每个设备的 V/N 切成 k 片，第 p 片依次沿轴 p, p+1, …（循环）收集；第 j 阶段 k 片各占一个不同的轴，
     所以同一阶段里各片用的链路互不相交。第 j 阶段第 p 片每步转发的块是
-    b_{p,j} = V/(N·k) · Π_{i<j} L_{(p+i) mod k}（已经沿前 j 个轴收齐的部分），沿轴 a 走 h_a 步
-    （有 wraparound 的双向环 h_a = ⌊L_a/2⌋，线 h_a = L_a - 1）。第 t 步的时间是
-    max(t_hop, max_{p: h_a ≥ t} b_{p,j}/W_oneway)，总时间是全部阶段、全部步之和。
+    b_{p,j} = V/(N·k) · Π_{i<j} L_{(p+i) mod k}（已经沿前 j 个轴收齐的部分），沿轴 a = (p+j) mod k 走 h_a 步
+    （有 wraparound 的双向环 h_a = ⌊L_a/2⌋，线 h_a = L_a - 1）。一个阶段里每一片只等它自己的上一步，
+    不等别的片，所以第 p 片在第 j 阶段用时 h_a · max(t_hop, b_{p,j}/W_oneway)；
+    阶段的时间是 k 片中最长的那个，阶段之间同步（下一阶段转发的是本阶段收齐的数据），总时间是各阶段之和：
+    T = Σ_j max_p h_{(p+j) mod k} · max(t_hop, b_{p,j}/W_oneway)。
+    例：v5e 的 2×4（两条线），c = V/16/W_oneway：第 0 阶段 max(1·c, 3·c) = 3c，第 1 阶段
+    max(3·2c, 1·4c) = 6c，共 9c，正好是 Y 轴链路运完它们的 9·V/16 字节的时间（这个调度不可能更快），
+    入口下界是 7c。
 
     各轴一样长（L，都有或都没有 wraparound，N = L^k）时化简为
     T_带宽 = h·V(N-1)/(N·k·(L-1)·W_oneway)：
@@ -232,13 +237,15 @@ def allgather_multi_axis(
     w1 = w / 2
     total = 0.0
     for j in range(k):
-        pieces = []  # (这一片在本阶段的步数, 每步的块字节数)
+        pieces = []  # (这一片在本阶段的用时, 步数, 每步的时间)：k 片各走各的
         for p in range(k):
             size, wrap = active[(p + j) % k]
             done = math.prod(active[(p + i) % k][0] for i in range(j))
-            pieces.append((_axis_steps(size, wrap), v / (n * k) * done))
-        for t in range(1, max(h for h, _ in pieces) + 1):
-            total += max(lat, max(b for h, b in pieces if h >= t) / w1)
+            h, step = _axis_steps(size, wrap), max(lat, v / (n * k) * done / w1)
+            pieces.append((h * step, h, step))
+        _, h, step = max(pieces)  # 本阶段最慢的那一片；逐步加（与模拟器的求和顺序相同）
+        for _ in range(h):
+            total += step
     return total
 
 
@@ -496,7 +503,7 @@ _SINGLE_AXIS = {
     },
 }
 _MULTI = (
-    "Σ_阶段 Σ_步 max(t_hop, b/W_oneway)，k 片各占一轴（大 N 极限 V/(k·W_bidir)）；"
+    "Σ_阶段 max_片 h·max(t_hop, b/W_oneway)，k 片各占一轴（大 N 极限 V/(k·W_bidir)）；"
     "有 wraparound 的轴走 ⌊|X_i|/2⌋ 步，否则 |X_i|-1 步"
 )
 _MULTI_AXIS = {

@@ -15,6 +15,9 @@ V 的约定（全书统一，见前言的“约定”一节）：
 
 时间模型：每条有向链路有单向带宽 W_oneway；同一步内所有链路同时传输，这一步用时
 = max(hop_latency, 这一步最忙的链路字节数 / W_oneway)；总时间是各步之和（带宽受限、流水线化的传输）。
+多轴 AllGather / ReduceScatter / AllReduce 的并发调度分阶段：同一阶段里 k 片各走一条不同的轴
+（链路互不相交），每一片只等它自己的上一步，所以每一片按上式逐步计时，阶段的时间是各片用时中最长的，
+总时间是各阶段之和（阶段之间同步：下一阶段转发的是上一阶段收齐的数据）。各轴一样长时这与逐步同步相同。
 AllToAll 采用存储转发：每一步所有在途的块都前进一跳，一条链路在一步里携带排在它上面的全部块。
 """
 
@@ -60,6 +63,9 @@ class SimResult:
     link_bytes: 形状 [步数, 链路数]，第 s 步经过链路 l（即 ``topology.links[l]`` = (源, 目的)）的字节数
     final: 每个设备最后的内容（数组模式为数组，标签模式为标签列表）；计数模式为 None
     steps: steps[s][d] = 第 s 步之后设备 d 持有的块的标签（s = 0 为初始状态）；计数模式为 None
+    phase: phase[s] = 第 s 步所属的阶段；None 表示逐步同步（每一步自成一个阶段，只有一片）
+    lane_bytes: 形状 [步数, 片数]，第 s 步第 p 片用到的链路里最忙的那条的字节数
+    lane_active: 形状 [步数, 片数]，第 s 步第 p 片有没有传输
     """
 
     collective: str
@@ -67,6 +73,9 @@ class SimResult:
     link_bytes: np.ndarray
     final: list | None = None
     steps: list | None = None
+    phase: np.ndarray | None = None
+    lane_bytes: np.ndarray | None = None
+    lane_active: np.ndarray | None = None
 
     @property
     def n_steps(self) -> int:
@@ -97,13 +106,27 @@ class SimResult:
         return self.link_bytes.max(axis=1) if self.link_bytes.size else np.zeros(self.n_steps)
 
     def time(self, oneway_bw: float, hop_latency: float = 0.0) -> float:
-        """总时间（秒）= Σ_步 max(hop_latency, 本步最忙链路字节数 / oneway_bw)
+        """总时间（秒）
 
+        逐步同步的调度（一维环、线、AllToAll）：Σ_步 max(hop_latency, 本步最忙链路字节数 / oneway_bw)。
+        分阶段、分片的调度（多轴并发）：Σ_阶段 max_片 Σ_{这一片在本阶段的步} max(hop_latency,
+        这一片本步最忙链路字节数 / oneway_bw)；同一阶段各片的链路互不相交（构造时已核对），各走各的。
         oneway_bw：一条链路一个方向的带宽 W_oneway（字节/秒）；双向环的每个方向各有一份。
         """
         if oneway_bw <= 0 or hop_latency < 0:
             raise ValueError(f"需要 oneway_bw > 0、hop_latency >= 0，收到 {oneway_bw!r}、{hop_latency!r}")
-        return float(np.maximum(hop_latency, self.step_max_bytes / oneway_bw).sum())
+        if self.phase is None:
+            return float(np.maximum(hop_latency, self.step_max_bytes / oneway_bw).sum())
+        per_step = np.where(self.lane_active, np.maximum(hop_latency, self.lane_bytes / oneway_bw), 0.0)
+        n_phases = int(self.phase.max(initial=-1)) + 1
+        per_phase = np.zeros((n_phases, per_step.shape[1]))
+        np.add.at(per_phase, self.phase, per_step)
+        # 每个阶段取用时最长的那一片，把它逐步的时间依次加起来（各片一样长时与逐步同步的和逐位相同）
+        slowest = per_phase.argmax(axis=1)[self.phase]
+        total = float(per_step[np.arange(self.n_steps), slowest].sum())
+        if total < self.link_bound_time(oneway_bw) * (1 - 1e-12):
+            raise RuntimeError("分片计时比最忙链路的字节数 / W_oneway 还短（内部错误）")
+        return total
 
     def link_bound_time(self, oneway_bw: float) -> float:
         """理想流水线下的带宽项（秒）= 最忙有向链路的总字节数 / oneway_bw
@@ -160,6 +183,10 @@ def _assemble(state: dict, d: int, n_pieces: int, shape) -> np.ndarray:
 def _chain(first: Schedule, second: Schedule) -> Schedule:
     """两段调度首尾相接（AllReduce = ReduceScatter 接 AllGather）"""
     items = first.items + second.items if first.items is not None else None
+    phase = lane = None
+    if first.phase is not None and second.phase is not None:
+        phase = np.concatenate([first.phase, second.phase + first.phase.max(initial=-1) + 1])
+        lane = np.concatenate([first.lane, second.lane])
     return Schedule(
         step=np.concatenate([first.step, second.step + first.n_steps]),
         src=np.concatenate([first.src, second.src]),
@@ -168,6 +195,8 @@ def _chain(first: Schedule, second: Schedule) -> Schedule:
         nbytes=np.concatenate([first.nbytes, second.nbytes]),
         items=items,
         ops=first.ops + second.ops,
+        phase=phase,
+        lane=lane,
     )
 
 
@@ -177,6 +206,26 @@ def _link_bytes(topo: Torus, sched: Schedule) -> np.ndarray:
     flat = sched.step * topo.n_links + cols
     out = np.bincount(flat, weights=sched.nbytes, minlength=sched.n_steps * topo.n_links)
     return out.reshape(sched.n_steps, topo.n_links)
+
+
+def _result(name: str, topo: Torus, sched: Schedule, final=None, steps=None) -> SimResult:
+    """数出每步每条链路的字节；分片的调度再数出每步每片最忙的链路，并核对同一阶段各片的链路互不相交"""
+    link_bytes = _link_bytes(topo, sched)
+    if sched.phase is None:
+        return SimResult(name, topo, link_bytes, final, steps)
+    cols = topo.link_index(sched.src, sched.port)
+    n_lanes = int(sched.lane.max(initial=0)) + 1
+    owner = np.full((int(sched.phase.max(initial=0)) + 1, topo.n_links), -1, dtype=np.int64)
+    ph = sched.phase[sched.step]
+    owner[ph, cols] = sched.lane
+    if np.any(owner[ph, cols] != sched.lane):
+        raise RuntimeError("同一阶段里两片用了同一条链路，不能各走各的（调度错误）")
+    step_owner = owner[sched.phase]  # [步数, 链路数]：这一步这条链路属于哪一片
+    lane_bytes = [np.where(step_owner == p, link_bytes, 0.0).max(axis=1, initial=0.0) for p in range(n_lanes)]
+    lane_bytes = np.stack(lane_bytes, axis=1).reshape(sched.n_steps, n_lanes)
+    active = np.zeros((sched.n_steps, n_lanes), dtype=bool)
+    active[sched.step, sched.lane] = True
+    return SimResult(name, topo, link_bytes, final, steps, sched.phase, lane_bytes, active)
 
 
 # ---- 执行：真的搬运 ----
@@ -263,7 +312,7 @@ def all_gather(topology: Torus, data=None, *, axis: int = 0, concurrent: bool = 
     else:
         shape = arrays[0].shape
         final = [np.concatenate([_assemble(st, d, n_pieces, shape) for d in range(n)], axis=axis) for st in state]
-    return SimResult("all_gather", topology, _link_bytes(topology, sched), final, snaps)
+    return _result("all_gather", topology, sched, final, snaps)
 
 
 def _reduce_setup(topology: Torus, data, v_bytes, n_pieces: int, axis: int | None):
@@ -306,7 +355,7 @@ def reduce_scatter(topology: Torus, data=None, *, axis: int = 0, concurrent: boo
         final = [[label((d, p), st[(d, p)]) for p in range(n_pieces)] for d, st in enumerate(state)]
     else:
         final = [_assemble(st, d, n_pieces, shapes[d]) for d, st in enumerate(state)]
-    return SimResult("reduce_scatter", topology, _link_bytes(topology, sched), final, snaps)
+    return _result("reduce_scatter", topology, sched, final, snaps)
 
 
 def all_reduce(topology: Torus, data=None, *, concurrent: bool = True, v_bytes=None) -> SimResult:
@@ -326,7 +375,7 @@ def all_reduce(topology: Torus, data=None, *, concurrent: bool = True, v_bytes=N
         final = [
             np.concatenate([_assemble(st, d, n_pieces, shapes[d]) for d in range(n)]).reshape(shape) for st in state
         ]
-    return SimResult("all_reduce", topology, _link_bytes(topology, sched), final, snaps)
+    return _result("all_reduce", topology, sched, final, snaps)
 
 
 def all_to_all(topology: Torus, data=None, *, split_axis: int = 0, concat_axis: int = 0, v_bytes=None) -> SimResult:
@@ -373,7 +422,7 @@ def all_to_all(topology: Torus, data=None, *, split_axis: int = 0, concat_axis: 
                 for s in range(n)
             ]
             final.append(np.concatenate(per_src, axis=concat_axis))
-    return SimResult("all_to_all", topology, _link_bytes(topology, sched), final, snaps)
+    return _result("all_to_all", topology, sched, final, snaps)
 
 
 def simulate(collective: str, topology: Torus, data=None, **kwargs) -> SimResult:
@@ -413,4 +462,4 @@ def count(
             sched = reducescatter_schedule(topology, table, **so)
         else:
             sched = _chain(reducescatter_schedule(topology, table, **so), allgather_schedule(topology, table, **so))
-    return SimResult(name, topology, _link_bytes(topology, sched))
+    return _result(name, topology, sched)

@@ -14,6 +14,9 @@
 调度用扁平数组表示：第 m 次传输（transfer）在第 ``step[m]`` 步（从 0 起）从 ``src[m]`` 经端口
 ``port[m]`` 发到 ``dst[m]``，携带 ``nbytes[m]`` 字节；``items[m]`` 是它携带的数据块键（key），
 只在需要搬运真实数据时生成（计数模式下为 None，好让 N = 1024 也能很快算完）。
+多轴 AllGather / ReduceScatter 还记下每一步属于哪个阶段（``phase[s]``）、每次传输属于哪一片
+（``lane[m]``，片号 p）：同一阶段里各片走不同的轴、用的链路互不相交，也不等别的片的数据，
+所以各自按自己的步子前进（计时见 `shardlab.ring.SimResult.time`）；阶段之间同步。
 """
 
 from __future__ import annotations
@@ -124,6 +127,10 @@ class Schedule:
     nbytes: np.ndarray
     items: list | None
     ops: list[str]
+    # phase[s]：第 s 步所属的阶段；lane[m]：第 m 次传输所属的片。None 表示每一步自成一个阶段、
+    # 只有一片（逐步同步，lock-step：AllToAll 的存储转发就是这样）
+    phase: np.ndarray | None = None
+    lane: np.ndarray | None = None
 
     @property
     def n_steps(self) -> int:
@@ -180,16 +187,18 @@ def allgather_schedule(
     每个阶段（phase）k 片各用一个不同的轴，所有轴的链路同时在忙，带宽项约为 V / (k W_bidir)；
     P = 1（逐轴，sequential）：整块依次沿轴 0, 1, …, k-1 收集。
     每个阶段转发的是“这一片到目前为止已收齐的部分”（bundle），阶段结束后 bundle 沿该轴拼起来。
-    数据块的键是 (来源设备 d, 片号 p)。
+    数据块的键是 (来源设备 d, 片号 p)。调度记下每一步的阶段号（phase = j）和每次传输的片号（lane = p）：
+    第 p 片在一个阶段里只依赖它自己上一步收到的块，所以各片按自己的步数前进，不必逐步互等。
     split_opposite：偶数长度的双向环上正对面的块拆成两半、两个方向各走一半（见 ag_pattern）；
     默认 False 是全书的约定（整块走正向）。
     """
     n, n_pieces = piece_bytes.shape
     bundle_bytes = piece_bytes.astype(float).copy()
     bundles = [[[(d, p)] for p in range(n_pieces)] for d in range(n)] if detail else None
-    cols: dict[str, list] = {k: [] for k in ("step", "src", "dst", "port", "nbytes")}
+    cols: dict[str, list] = {k: [] for k in ("step", "src", "dst", "port", "nbytes", "lane")}
     items: list | None = [] if detail else None
     offset = 0
+    phase: list[int] = []
     for j in range(topo.k):
         phase_len = 0
         for p in range(n_pieces):
@@ -205,6 +214,7 @@ def allgather_schedule(
                     cols["dst"].append(dst)
                     cols["port"].append(np.full(len(src), 2 * a + (direction < 0)))
                     cols["nbytes"].append(bundle_bytes[org, p] * share)
+                    cols["lane"].append(np.full(len(src), p))
                     if detail:
                         items.extend(list(bundles[o][p]) for o in org)
             # 阶段结束：每个设备的 bundle 变成整条线上 bundle 的拼接
@@ -216,6 +226,7 @@ def allgather_schedule(
                     for dev in line:
                         bundles[dev][p] = merged
         offset += phase_len
+        phase += [j] * phase_len
     return Schedule(
         step=_concat(cols["step"], np.int64),
         src=_concat(cols["src"], np.int64),
@@ -224,6 +235,8 @@ def allgather_schedule(
         nbytes=_concat(cols["nbytes"], float),
         items=items,
         ops=["copy"] * offset,
+        phase=np.array(phase, dtype=np.int64),
+        lane=_concat(cols["lane"], np.int64),
     )
 
 
@@ -252,6 +265,8 @@ def reducescatter_schedule(
         nbytes=ag.nbytes,
         items=items,
         ops=["add"] * ag.n_steps,
+        phase=ag.phase.max(initial=0) - ag.phase[::-1],
+        lane=ag.lane,
     )
 
 
