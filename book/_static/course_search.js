@@ -102,7 +102,13 @@
     }
   }
 
-  SphinxHighlight.highlightSearchWords = function () {
+  var done = false;
+
+  function highlight() {
+    if (done) {
+      return;
+    }
+    done = true;
     var url = new URL(window.location.href);
     var phrase = (url.searchParams.get("highlight") || "").trim().replace(/\s+/g, " ").toLowerCase();
     var stored = localStorage.getItem("sphinx_highlight_terms") || "";
@@ -134,5 +140,19 @@
         });
       }
     });
-  };
+  }
+
+  // sphinx_highlight.js 只在没有全局 Search 时才高亮，而这个主题的每一页都有一个 Search 对象：
+  // Sphinx 自己从不高亮。所以在正文页自己调用（搜索页上不高亮：那里的词是上一次搜索的）
+  SphinxHighlight.highlightSearchWords = highlight;
+  function start() {
+    if (!document.getElementById("search-results")) {
+      highlight();
+    }
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
 })();
