@@ -115,9 +115,9 @@ DEFINITIONS = {
     )
 }
 
-# 不是定义、但读者会找的地方：附录 A 讲回绕的那一节只写 wraparound。次要索引条目（排在定义与正文结果之后），
+# 不是定义、但读者会找的地方：附录 A 讲回绕的那一节。次要索引条目（排在定义与正文结果之后），
 # text 是那一节里实际用的词
-SEE_ALSO = (Definition("回绕", APP_A, "wraparound什么时候一条轴是完整的环", ("wraparound",)),)
+SEE_ALSO = (Definition("回绕", APP_A, "回绕wraparound什么时候一条轴是完整的环", ("wraparound",)),)
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_PUNCT = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65\u2014\u2026\u201c\u201d\u2018\u2019"
