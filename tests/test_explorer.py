@@ -70,7 +70,9 @@ def test_gpu_crossover_is_where_the_terms_are_equal():
 
 def test_collective_state_errors_in_chinese():
     state = explorer.collective_state("v5e", "all_gather", 1e6, mesh={"X": 4, "Y": 4, "Z": 4})
-    assert "2D torus" in state["error"] and "time_s" not in state
+    assert "二维环面（2D torus）" in state["error"] and "time_s" not in state
+    pod = explorer.collective_state("v5e", "all_gather", 1e6, mesh={"X": 64})["error"]
+    assert "（pod，16×16）" in pod and "(" not in pod
     assert "未知" in explorer.collective_state("v9", "all_gather", 1e6)["error"]
     assert explorer.collective_state("v5e", "all_gather", 1e6, axes="X", mesh="X=4,Y=4")["mesh"] == {"X": 4, "Y": 4}
 
@@ -110,8 +112,9 @@ def test_sharding_state_matches_planner(B, D, F, chip, mesh, scenario):
     # 分组：每组是同一种通信组合，默认显示每组最快的一种
     members = sorted(i for g in state["groups"] for i in g["members"])
     assert members == list(range(len(state["options"])))
-    assert state["shown"] == [g["members"][0] for g in state["groups"]][: explorer.SHOWN_GROUPS]
-    assert state["chart"]["rows"] == state["shown"][: explorer.CHART_BARS]
+    heads = [g["members"][0] for g in state["groups"]][: explorer.SHOWN_GROUPS]
+    assert state["shown"] == sorted(set(heads) | {ln["index"] for ln in state["figure_lines"]})
+    assert state["chart"]["rows"] == heads[: explorer.CHART_BARS]
     assert state["chart"]["ticks"][-1][0] >= max(state["options"][i]["t_total"] for i in state["chart"]["rows"])
     assert json.loads(json.dumps(state, allow_nan=False)) == state
 
@@ -139,12 +142,75 @@ def test_reader_text_is_chinese_with_units():
 
 
 def test_collective_state_says_when_the_axes_leave_a_node():
-    """H100 的 16×16 网格：X 有 16 个 GPU，超出每节点 8 个的 NVLink 域，时间跳变；说明里要讲出来"""
+    """H100 的 16×16 网格：Y（最后一个轴）的 16 个 GPU 连续，分在 2 个节点里，时间跳变；说明里要讲出来"""
     inside = explorer.collective_state("h100", "all_gather", 1e6, axes=["X"], mesh={"X": 8})
-    across = explorer.collective_state("h100", "all_gather", 1e6, axes=["X"], mesh=V5E_MESH)
-    assert not inside["crosses_nodes"] and "一个节点" in inside["where"]
-    assert across["crosses_nodes"] and "跨 2 个节点" in across["where"] and "NVLink" in across["where"]
+    across = explorer.collective_state("h100", "all_gather", 1e6, axes=["Y"], mesh=V5E_MESH)
+    assert not inside["crosses_nodes"] and "每组都在同一个节点" in inside["where"]
+    assert across["crosses_nodes"] and "分在 2 个节点里" in across["where"] and "NVLink" in across["where"]
+    assert "注意" not in across["where"]  # 与代价模型的假设一致
     assert across["crossover_bytes"]["all_gather"] > 2 * inside["crossover_bytes"]["all_gather"]
+
+
+def _nodes_by_enumeration(mesh: dict, axes: list[str], g: int) -> set[int]:
+    """独立地数：np.arange(N).reshape(网格) 是行优先的设备编号；沿 axes 取一组（其余轴的下标取遍），数 id // g"""
+    import numpy as np
+
+    ids = np.arange(math.prod(mesh.values())).reshape(tuple(mesh.values()))
+    keep = [list(mesh).index(a) for a in axes]
+    other = [i for i in range(ids.ndim) if i not in keep]
+    groups = np.transpose(ids, other + keep).reshape(-1, math.prod(mesh[a] for a in axes))
+    return {len(set((row // g).tolist())) for row in groups}
+
+
+@pytest.mark.parametrize(
+    ("mesh", "axes", "g"),
+    [
+        ({"X": 8, "Y": 16}, ["X"], 8),
+        ({"X": 8, "Y": 16}, ["Y"], 8),
+        ({"X": 8, "Y": 16}, ["X", "Y"], 8),
+        ({"X": 16, "Y": 16}, ["X"], 8),
+        ({"X": 16, "Y": 16}, ["Y"], 72),
+        ({"X": 4, "Y": 4, "Z": 4}, ["Y"], 8),
+        ({"X": 4, "Y": 4, "Z": 4}, ["Y", "Z"], 8),
+        ({"X": 64}, ["X"], 72),
+    ],
+)
+def test_axis_placement_counts_nodes_in_row_major_order(mesh, axes, g):
+    got = explorer.axis_placement(mesh, axes, g)
+    counts = _nodes_by_enumeration(mesh, axes, g)
+    assert (got["fewest_nodes"], got["nodes"]) == (min(counts), max(counts))
+    assert got["group_size"] == math.prod(mesh[a] for a in axes)
+
+
+def test_h100_axis_with_stride_is_not_inside_one_node():
+    """H100，网格 X=8、Y=16：X 的一组设备相隔 16 个编号，分在 8 个节点里（每节点 1 个），不是“都在一个节点里”"""
+    mesh = {"X": 8, "Y": 16}
+    x = explorer.collective_state("h100", "all_gather", 1e6, axes=["X"], mesh=mesh)
+    y = explorer.collective_state("h100", "all_gather", 1e6, axes=["Y"], mesh=mesh)
+    assert _nodes_by_enumeration(mesh, ["X"], 8) == {8} and _nodes_by_enumeration(mesh, ["Y"], 8) == {2}
+    assert x["crosses_nodes"] and "分在 8 个节点里" in x["where"] and "每组都在同一个节点" not in x["where"]
+    assert "代价模型" in x["where"]  # cost.estimate 只看 GPU 个数：说明它的假设
+    assert "分在 2 个节点里" in y["where"]
+
+
+def test_gb200_is_an_nvlink_domain_not_a_node():
+    state = explorer.collective_state("gb200", "all_gather", 1e6, axes=["X"], mesh={"X": 64})
+    assert "NVLink 域" in state["where"] and "节点" not in state["where"] + state["formula_text"]
+
+
+def test_formula_uses_the_chapter_notation_and_gives_the_gpu_latency():
+    tpu = explorer.collective_state("v5e", "all_gather", 1e6, axes=["X", "Y"], mesh=V5E_MESH)
+    single = explorer.collective_state("v5e", "all_gather", 1e6, axes=["X"], mesh=V5E_MESH)
+    for text in (tpu["formula_text"], single["formula_text"]):
+        assert "W_oneway" not in text and "W_bidir" not in text and "W_单向" in text
+    assert "b 是" in tpu["formula_text"] and "各片时间的最大值" in tpu["formula_text"]
+    gpu = explorer.collective_state("h100", "all_reduce", 1e6, axes=["Y"], mesh={"X": 8, "Y": 16})
+    assert f"延迟项（NCCL 模型，这里 = {units.fmt_time(gpu['hop_latency_s'])}）" in gpu["formula_text"]
+    assert "W_NVLink = 450 GB/s（每 GPU 每方向" in gpu["formula_text"]
+    assert "W_node = 400 GB/s（每节点" in gpu["formula_text"]
+    # H100：每 GPU 一块 400 Gb/s（50 GB/s）的网卡，每节点 8 块
+    h100 = hardware.get_chip("h100")
+    assert h100.node_scaleout_bw == 8 * 50e9 and h100.nvlink_bw_per_direction == 450e9
 
 
 def test_collective_state_names_coinciding_curves_and_ticks():
@@ -204,3 +270,66 @@ def test_fsdp_scenario_reproduces_the_strategies_figure():
     replicated = explorer.sharding_state(b, d, f, "v5p", {"Y": n}, scenario="replicated")
     assert replicated["options"][replicated["chosen"]]["t_total"] > 1.5 * fsdp
     assert "复制" in replicated["layout"] and "按批量" in state["layout"]
+
+
+def test_control_choices_disable_what_cannot_be_computed():
+    """构建时写进网页的可选组合：v5e 没有 3D 网格、64 的轴超出 pod；GB200 的 256 个 GPU 不能整分成 72 个一域"""
+    meshes = ("X=16,Y=16", "X=4,Y=4,Z=4", "X=64")
+    table = explorer.control_choices(["v5e", "v5p", "h100", "gb200"], meshes)
+    assert table["X=4,Y=4,Z=4"]["v5e"] == [] and table["X=64"]["v5e"] == []
+    assert table["X=4,Y=4,Z=4"]["v5p"] == ["X", "Y", "Z", "X,Y,Z"]
+    assert table["X=16,Y=16"]["gb200"] == ["X", "Y"]
+    for mesh, row in table.items():  # 与 collective_state 一致：列出的都算得了，没列出的都报错
+        for chip, ok in row.items():
+            names_ = list(explorer._mesh_dict(mesh))
+            for axes in [[a] for a in names_] + [names_]:
+                state = explorer.collective_state(chip, "all_gather", 1e6, axes=axes, mesh=mesh)
+                assert ("error" not in state) == (",".join(axes) in ok), (chip, mesh, axes)
+    assert explorer.scenario_axes("fsdp_tp") == ["X", "Y"] and explorer.scenario_axes("fsdp") == ["Y"]
+
+
+def _fsdp_plans_by_hand(b, d, f, n, chip):
+    """FSDP 的起点 In[B_Y, D]、W[D_Y, F]、Out[B_Y, F]，按第 5 章的双向环公式独立地算两种做法（bf16，2 字节）：
+
+    收集权重（图中绿线）：AllGather_Y(W)，V = 2DF，再本地算 1/N 的乘法；
+    先 AllToAll_Y(In) 把输入改成 In[B, D_Y]（V = 2BD，⌊N²/4⌋·V/(N²·W_双向)），本地乘得部分和 Out[B, F]{U_Y}，
+    再 ReduceScatter_Y 成 Out[B_Y, F]（V = 2BF）。两种做法每设备都只算 1/N。
+    """
+    half = n // 2
+    t_math = 2 * b * d * f / (n * chip.flops_bf16)
+    ring = lambda v: half * max(chip.hop_latency, 2 * v / (n * chip.ici_bidir_bw))  # noqa: E731
+    a2a = max(half * chip.hop_latency, (n * n // 4) * (2 * b * d) / (n * n * chip.ici_bidir_bw))
+    return t_math + ring(2 * d * f), t_math + a2a + ring(2 * b * f)
+
+
+@pytest.mark.parametrize("b", [16, 1024, 4096, 65536])
+def test_fsdp_figure_line_is_one_plan_among_several(b):
+    """第 6 章的图：绿线是“收集权重”这一种做法；B 小时规划器找到更快的 AllToAll(In) → ReduceScatter(Out)"""
+    d, f, n = 8192, 32768, 4
+    v5p = hardware.get_chip("v5p")
+    gather, a2a_rs = _fsdp_plans_by_hand(b, d, f, n, v5p)
+    state = explorer.sharding_state(b, d, f, "v5p", {"Y": n}, scenario="fsdp")
+    [line] = state["figure_lines"]
+    green = state["options"][line["index"]]
+    assert green["label"] == "AllGather_Y(W) → 本地 matmul 得 Out[B_Y, F]" and "绿线" in line["line"]
+    assert math.isclose(green["t_total"], gather, rel_tol=1e-12)
+    rs = next(o for o in state["options"] if o["kinds"] == ["all_to_all", "reduce_scatter"])
+    assert rs["label"] == "AllToAll_Y(In) → 本地 matmul 得 Out[B, F]{U_Y} → ReduceScatter_Y(Out)"
+    assert math.isclose(rs["t_total"], a2a_rs, rel_tol=1e-12)
+    assert line["index"] in state["shown"]
+    rank = f"排第 {line['index'] + 1}"
+    assert rank in state["figure_text"] and green["t_total_text"] in state["figure_text"]
+    if b == 1024:  # 读者看到的例子：696 µs 对 3.28 ms
+        assert state["chosen"] == state["options"].index(rs) and line["index"] == 3
+        assert "只比三种固定的做法" in state["figure_text"] and rs["t_total_text"] in state["figure_text"]
+    if b == 65536:
+        assert line["index"] == state["chosen"] == 0 and "只比" not in state["figure_text"]
+
+
+def test_chapter_does_not_claim_the_fsdp_scenario_always_gives_the_green_line():
+    """第 6 章探索器前的说明：不能说 FSDP 场景“给出的正是图中绿线的数”（B < 16384 时规划器有更快的做法）"""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "book" / "ch06_sharded_matmul.md").read_text(encoding="utf-8")
+    assert "FSDP 场景给出的正是图中绿线的数" not in text
+    assert "只比三种固定的做法" in text

@@ -140,9 +140,15 @@ def copy_into(dest: Path) -> None:
 # ---- 控件 ----
 
 
-def _select(name: str, label: str, options, selected) -> str:
+def _select(name: str, label: str, options, selected, data=None) -> str:
+    """data：{选项的值: {属性名: 值}}，写成 option 的 data-* 属性（探索器据此禁用算不了的组合）"""
+    data = data or {}
+
+    def attrs(v: str) -> str:
+        return "".join(f' data-{k}="{html.escape(str(x))}"' for k, x in data.get(v, {}).items())
+
     opts = "".join(
-        f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(t)}</option>'
+        f'<option value="{html.escape(v)}"{attrs(v)}{" selected" if v == selected else ""}>{html.escape(t)}</option>'
         for v, t in options
     )
     return f'<label>{label}<select name="{name}" disabled>{opts}</select></label>'
@@ -175,11 +181,13 @@ def widget_html(kind: str) -> str:
 
     if kind == "collectives":
         title = "集合通信的代价：改芯片、网格与大小，看时间和延迟 / 带宽的分界"
+        choices = explorer.control_choices([c for c, _ in CHIPS], COLLECTIVE_MESHES)
+        ok = {m: {"ok": json.dumps(c, separators=(",", ":"))} for m, c in choices.items()}
         controls = [
             _select("chip", "芯片", CHIPS, "v5e"),
             _select("collective", "集合通信", COLLECTIVES, "all_gather"),
             _range("nbytes", "数组大小 V（对数刻度）", 3, 9, 0.05, 6, "1 kB 到 1 GB"),
-            _select("mesh", "网格", [(m, m.replace(",", "，")) for m in COLLECTIVE_MESHES], "X=16,Y=16"),
+            _select("mesh", "网格", [(m, m.replace(",", "，")) for m in COLLECTIVE_MESHES], "X=16,Y=16", data=ok),
             _select("axes", "经过的轴", [("X", "X"), ("Y", "Y"), ("X,Y", "X 和 Y")], "X"),
         ]  # fmt: skip
     elif kind == "sharding":
@@ -187,8 +195,9 @@ def widget_html(kind: str) -> str:
         lo = {name: lo for name, (lo, _) in explorer.SLIDERS.items()}
         hi = {name: hi for name, (_, hi) in explorer.SLIDERS.items()}
         scenarios = [(key, sc.title) for key, sc in explorer.SCENARIOS.items()]
+        needs = {key: {"needs": ",".join(explorer.scenario_axes(key))} for key in explorer.SCENARIOS}
         controls = [
-            _select("scenario", "分片场景", scenarios, "replicated"),
+            _select("scenario", "分片场景", scenarios, "replicated", data=needs),
             _range("B", "批量 B（词元数）", lo["B"], hi["B"], 1, 16, "2 的幂：16 到 131,072"),
             _range("D", "D（模型维度）", lo["D"], hi["D"], 1, 13, "2 的幂：1,024 到 32,768"),
             _range("F", "F（前馈维度）", lo["F"], hi["F"], 1, 15, "2 的幂：1,024 到 131,072"),

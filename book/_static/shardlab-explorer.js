@@ -2,15 +2,17 @@
 // 网页本身不会因为加载 Python 而卡住。每次重算把 explorer 返回的字典（含原样的参数）写进元素的 data-state，再画出来。
 // 显示的数字（包括刻度与滑块旁的值）都是 explorer 用 shardlab.units 写好的文字；这里只负责画。
 // 启动前不加载运行时的任何文件；file:// 打开或 .wasm 的 MIME 类型不对时几秒内用中文说明怎么办。
+// 下载时状态行显示已下载的字节数；只有一段时间（STALL_MS）没有任何进展才提示“加载比预期慢”，之后进展照常显示。
 (() => {
   "use strict";
   const script = document.currentScript;
   const BASE = new URL("pyodide/", script ? script.src : location.href).href;
-  const WATCHDOG_MS = 20000;
+  const STALL_MS = () => Number(window.SHARDLAB_EXPLORER_STALL_MS) || 15000; // 这么久没有新的字节或步骤才提示
   const COLORS = { all_gather: "#1f77b4", reduce_scatter: "#2ca02c", all_reduce: "#d62728", all_to_all: "#9467bd" };
   const NAMES = { all_gather: "AllGather", reduce_scatter: "ReduceScatter", all_reduce: "AllReduce", all_to_all: "AllToAll" };
   const BAR_COLORS = { math: "#1f77b4", comms: "#ff7f0e" };
   let runtime = null; // Promise：调用 Python 的函数（异步，经 Worker）
+  let progressAt = 0; // 上一次有进展（新的字节或步骤）的时刻
 
   class ExplorerError extends Error {}
 
@@ -34,11 +36,31 @@
   // Pyodide 用全局的 fetch 取 .wasm：加载期间查看它的响应头，MIME 类型不对就立即报告（不多发请求）。
   const WORKER_SOURCE = `
 let call = null;
+// 读响应的一份副本（clone），边读边报告已下载的字节数；原来的响应原样交给 Pyodide
+function countBytes(url, response) {
+  const file = url.split("/").pop().split("?")[0];
+  const total = Number(response.headers.get("content-length")) || 0;
+  if (!response.ok || !response.body) return;
+  const reader = response.clone().body.getReader();
+  let loaded = 0, last = 0;
+  postMessage({ type: "bytes", file, loaded, total });
+  (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      loaded += value.byteLength;
+      const now = Date.now();
+      if (now - last > 200) { last = now; postMessage({ type: "bytes", file, loaded, total }); }
+    }
+    postMessage({ type: "bytes", file, loaded, total: total || loaded, done: true });
+  })().catch(() => {});
+}
 function watchWasm() {
   const realFetch = self.fetch;
   self.fetch = async function (input, init) {
     const response = await realFetch.call(this, input, init);
     const url = String(typeof input === "string" || input instanceof URL ? input : input.url);
+    countBytes(url, response);
     if (url.endsWith(".wasm")) {
       const type = (response.headers.get("content-type") || "").split(";")[0].trim().toLowerCase();
       if (!response.ok) {
@@ -54,7 +76,7 @@ function watchWasm() {
   return () => { self.fetch = realFetch; };
 }
 async function boot(base) {
-  postMessage({ type: "progress", text: "第 1 步（共 3 步）：正在下载并编译 Python 运行时（Pyodide，约 14 MB）……" });
+  postMessage({ type: "progress", step: 1, text: "第 1 步（共 3 步）：正在下载并编译 Python 运行时（Pyodide，约 14 MB）……" });
   const { loadPyodide } = await import(base + "pyodide.mjs");
   const restore = watchWasm();
   let py;
@@ -63,8 +85,9 @@ async function boot(base) {
   } finally {
     restore();
   }
-  postMessage({ type: "progress", text: "第 2 步（共 3 步）：正在载入课程的 shardlab 库……" });
+  postMessage({ type: "progress", step: 2, text: "第 2 步（共 3 步）：正在载入课程的 shardlab 库……" });
   const zip = await fetch(base + "shardlab-core.zip");
+  countBytes(base + "shardlab-core.zip", zip);
   if (!zip.ok) throw new Error("网站上找不到 shardlab-core.zip（HTTP " + zip.status + "）：请重新构建网站。");
   py.FS.writeFile("/shardlab-core.zip", new Uint8Array(await zip.arrayBuffer()));
   py.runPython([
@@ -76,7 +99,7 @@ async function boot(base) {
   ].join("\\n"));
   const fn = py.globals.get("_shardlab_call");
   call = (name, args) => fn(name, JSON.stringify(args));
-  postMessage({ type: "progress", text: "第 3 步（共 3 步）：正在计算……" });
+  postMessage({ type: "progress", step: 3, text: "第 3 步（共 3 步）：正在计算……" });
 }
 self.onmessage = async (event) => {
   const msg = event.data;
@@ -97,8 +120,23 @@ self.onmessage = async (event) => {
 };
 `;
 
+  // 下载进度：各文件已下载 / 总字节数（来自响应头 Content-Length），写成 MB 与百分比（界面文字，不是课程的数字）
+  function bytesText(files) {
+    let loaded = 0, total = 0, unknown = false;
+    for (const f of files.values()) {
+      loaded += f.loaded;
+      total += f.total;
+      unknown = unknown || !f.total;
+    }
+    const mb = (b) => (b / 1e6).toFixed(1);
+    if (unknown || !total) return `已下载 ${mb(loaded)} MB`;
+    return `已下载 ${mb(loaded)} MB / ${mb(total)} MB（${Math.floor((100 * loaded) / total)}%）`;
+  }
+
   // 启动 Worker；返回 Promise<(name, args) => Promise<state>>。onProgress 接收进度文字，onProblem 接收问题说明
   function boot(onProgress, onProblem) {
+    const files = new Map();
+    let stepText = "";
     checkServing();
     const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
     const worker = new Worker(url, { type: "module", name: "shardlab-explorer" });
@@ -109,8 +147,15 @@ self.onmessage = async (event) => {
       worker.onerror = (event) => reject(new ExplorerError(`启动失败：${event.message || "Worker 出错"}`));
       worker.onmessage = (event) => {
         const msg = event.data;
-        if (msg.type === "progress") onProgress(msg.text);
-        else if (msg.type === "problem") onProblem(msg.text);
+        if (msg.type === "progress") {
+          stepText = msg.text;
+          onProgress(stepText);
+        } else if (msg.type === "bytes") {
+          files.set(msg.file, msg);
+          const step1 = stepText.replace(/……$/, "");
+          onProgress(step1 ? `${step1}：${bytesText(files)}` : bytesText(files));
+        }
+        if (msg.type === "problem") onProblem(msg.text);
         else if (msg.type === "failed") reject(new ExplorerError(msg.text));
         else if (msg.type === "result") {
           const done = pending.get(msg.id);
@@ -140,13 +185,36 @@ self.onmessage = async (event) => {
     return mesh;
   }
 
-  function syncAxes(form) {
-    const names = Object.keys(parseMesh(form.mesh.value));
-    const wanted = names.map((n) => [n, n]);
-    if (names.length > 1) wanted.push([names.join(","), names.join(" 和 ")]);
-    const old = form.axes.value;
-    form.axes.replaceChildren(...wanted.map(([v, t]) => el("option", { value: v }, t)));
-    form.axes.value = wanted.some(([v]) => v === old) ? old : names[0];
+  // 算不了的组合设为不可选：哪些组合算得了由 shardlab.explorer 在构建时写进 option 的 data-ok / data-needs；
+  // 当前的选项变得不可选时换成第一个可选的
+  function pick(select) {
+    const current = select.options[select.selectedIndex];
+    if (current && current.disabled) {
+      const first = [...select.options].find((o) => !o.disabled);
+      if (first) select.value = first.value;
+    }
+  }
+
+  function syncChoices(form, kind) {
+    if (kind === "collectives") {
+      for (const o of form.mesh.options) o.disabled = !(JSON.parse(o.dataset.ok || "{}")[form.chip.value] || []).length;
+      pick(form.mesh);
+      const ok = JSON.parse(form.mesh.options[form.mesh.selectedIndex].dataset.ok || "{}")[form.chip.value] || [];
+      const names = Object.keys(parseMesh(form.mesh.value));
+      const wanted = names.map((n) => [n, n]);
+      if (names.length > 1) wanted.push([names.join(","), names.join(" 和 ")]);
+      const old = form.axes.value;
+      form.axes.replaceChildren(...wanted.map(([v, t]) => el("option", ok.includes(v) ? { value: v } : { value: v, disabled: "" }, t)));
+      form.axes.value = wanted.some(([v]) => v === old) ? old : names[0];
+      pick(form.axes);
+    } else {
+      const needs = (form.scenario.options[form.scenario.selectedIndex].dataset.needs || "").split(",").filter(Boolean);
+      for (const o of form.mesh.options) {
+        const axes = Object.keys(parseMesh(o.value));
+        o.disabled = !needs.every((a) => axes.includes(a));
+      }
+      pick(form.mesh);
+    }
   }
 
   function argsOf(root) {
@@ -273,11 +341,23 @@ self.onmessage = async (event) => {
     return svg;
   }
 
+  // 做法的名字只在步骤之间（“→”之后）折行，不在 AllGather_Y(Out) 这样的名字中间断开
+  function labelNode(text) {
+    const span = el("span", { class: "steps" });
+    text.split(" → ").forEach((part, k) => {
+      if (k) span.append(document.createTextNode(" → "));
+      span.append(el("span", { class: "step" }, part));
+    });
+    return span;
+  }
+
   function optionRow(state, i, group) {
     const o = state.options[i];
-    const row = el("tr", i === state.chosen ? { class: "chosen" } : {});
+    const line = state.figure_lines.find((ln) => ln.index === i);
+    const row = el("tr", { class: [i === state.chosen ? "chosen" : "", line ? "figure-line" : ""].join(" ").trim() });
     const label = el("td", { class: "label" });
-    label.append(el("span", {}, o.label));
+    label.append(labelNode(o.label));
+    if (line) label.append(el("span", { class: "line" }, `← ${line.line}`));
     if (group && group.members.length > 1) label.append(el("span", { class: "more" }, `（同样的通信组合另有 ${group.members.length - 1} 种）`));
     row.append(el("td", { class: "num" }, `#${i + 1}`), label);
     for (const text of [o.t_math_text, o.t_comms_text, o.t_total_text]) row.append(el("td", { class: "time" }, text));
@@ -288,7 +368,7 @@ self.onmessage = async (event) => {
     const table = el("table", { class: "shardlab-explorer-table" });
     const head = el("tr");
     const what = all ? "做法（按总时间排序）" : "做法（每种通信组合只列最快的一种）";
-    for (const h of ["#", what, "T_math", "T_comms", "总时间"]) head.append(el("th", h === what ? { class: "label" } : {}, h));
+    for (const h of ["名次", what, "T_math", "T_comms", "总时间"]) head.append(el("th", h === what ? { class: "label" } : {}, h));
     table.append(head);
     const groupOf = new Map(state.groups.map((g) => [g.members[0], g]));
     const rows = all ? state.options.map((_, i) => i) : state.shown;
@@ -318,6 +398,8 @@ self.onmessage = async (event) => {
       legend.append(item);
     }
     out.append(legend, barChart(state));
+    if (state.figure_text) out.append(el("p", { class: "shardlab-explorer-note shardlab-explorer-lines" }, state.figure_text));
+    out.append(el("p", { class: "shardlab-explorer-note" }, state.rank_note));
     const wrap = el("div", { class: "shardlab-explorer-scroll" });
     let all = false;
     wrap.append(renderTable(state, all));
@@ -354,10 +436,15 @@ self.onmessage = async (event) => {
     root.dataset.ms = String(performance.now() - t0);
     root.dataset.state = JSON.stringify(state);
     const out = root.querySelector(".shardlab-explorer-output");
-    out.replaceChildren();
-    if (state.error) out.append(el("p", { class: "shardlab-explorer-error" }, `这组参数算不了：${state.error}`));
-    else if (root.dataset.kind === "collectives") renderCollectives(out, state);
-    else renderSharding(out, state);
+    if (state.error) {
+      // 保留上一次的结果，在上面加一行说明
+      for (const old of out.querySelectorAll(".shardlab-explorer-error")) old.remove();
+      out.prepend(el("p", { class: "shardlab-explorer-error" }, `这组参数算不了：${state.error}${out.childElementCount ? "（下面仍是上一组参数的结果）" : ""}`));
+    } else {
+      out.replaceChildren();
+      if (root.dataset.kind === "collectives") renderCollectives(out, state);
+      else renderSharding(out, state);
+    }
     root.dispatchEvent(new CustomEvent("shardlab-explorer-update"));
   }
 
@@ -370,12 +457,16 @@ self.onmessage = async (event) => {
     root.classList.remove("is-failed", "is-slow");
     root.classList.add("is-loading");
     status.textContent = "正在启动（Python 在后台的 Web Worker 里加载，网页可以照常滚动和阅读）……";
-    const watchdog = setTimeout(() => {
+    // 只在一段时间里没有任何进展（新的字节或步骤）时提示；之后一有进展就接着显示进度
+    progressAt = performance.now();
+    const watchdog = setInterval(() => {
+      const idle = performance.now() - progressAt;
+      if (idle < STALL_MS() || root.classList.contains("is-failed")) return;
       status.textContent =
-        "加载比预期慢。如果一直停在这里：确认页面是经 http(s):// 打开的、服务器对 .wasm 返回 application/wasm；" +
-        "也可以在笔记本里直接调用 shardlab.explorer 得到同样的数字。";
+        `已有 ${Math.round(idle / 1000)} 秒没有进展（可能是网络慢或正在编译）。如果一直停在这里：确认页面是经 http(s):// 打开的、` +
+        "服务器对 .wasm 返回 application/wasm；也可以在笔记本里直接调用 shardlab.explorer 得到同样的数字。";
       root.classList.add("is-slow");
-    }, WATCHDOG_MS);
+    }, 1000);
     let problem = null;
     const onProblem = (text) => {
       problem = problem || text;
@@ -385,7 +476,12 @@ self.onmessage = async (event) => {
       }
     };
     const onProgress = (text) => {
-      for (const r of starters) if (!r.classList.contains("is-slow")) r.querySelector(".shardlab-explorer-status").textContent = text;
+      progressAt = performance.now();
+      for (const r of starters) {
+        if (r.classList.contains("is-failed")) continue;
+        r.classList.remove("is-slow");
+        r.querySelector(".shardlab-explorer-status").textContent = text;
+      }
     };
     starters.add(root);
     try {
@@ -401,9 +497,9 @@ self.onmessage = async (event) => {
       ]);
       const form = root.querySelector("form");
       for (const c of form.elements) c.disabled = false;
-      if (root.dataset.kind === "collectives") syncAxes(form);
+      syncChoices(form, root.dataset.kind);
       form.addEventListener("input", (event) => {
-        if (event.target.name === "mesh" && root.dataset.kind === "collectives") syncAxes(form);
+        if (["chip", "mesh", "scenario"].includes(event.target.name)) syncChoices(form, root.dataset.kind);
         recompute(root, call);
       });
       await recompute(root, call);
@@ -419,7 +515,7 @@ self.onmessage = async (event) => {
     } finally {
       starters.delete(root);
       root.classList.remove("is-loading");
-      clearTimeout(watchdog);
+      clearInterval(watchdog);
     }
   }
 

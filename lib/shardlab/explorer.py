@@ -27,7 +27,10 @@ __all__ = [
     "CURVE_DECADES",
     "CURVE_POINTS_PER_DECADE",
     "SCENARIOS",
+    "axis_placement",
     "collective_state",
+    "control_choices",
+    "scenario_axes",
     "curve_sizes",
     "range_labels",
     "sharding_state",
@@ -75,6 +78,8 @@ def _default_mesh(chip: hardware.Chip) -> dict[str, int]:
 
 # ---- 给读者看的文字：数字带单位（shardlab.units），英文术语放在括号里 ----
 
+_MULTI_AXIS_TEXT = "Σ_阶段 max_片 Σ_步 max(t_hop, b/W_单向)（每阶段 k 片各沿一条轴走，阶段时间取各片时间的最大值）"
+_B_DEFINED = "b 是这一片在这一步经一条链路、一个方向送出的字节数（块的大小）"
 _NUMBER = re.compile(r"(\b[A-Za-z_]+)=([0-9.]+(?:e[+-]?[0-9]+)?) (B/s|B|s)(?=[，,）)]|$)")
 
 
@@ -88,6 +93,11 @@ def _readable_formula(text: str) -> str:
 
     text = _NUMBER.sub(number, text)
     text = re.sub(r"(\b[A-Za-z]+)=(\d+)\b", r"\1 = \2", text)
+    # 记号与正文一致：W_单向、W_双向；多轴公式按阶段写（每阶段取各片时间的最大值）
+    text = text.replace("Σ_阶段 Σ_步 max(t_hop, b/W_oneway)", _MULTI_AXIS_TEXT)
+    text = text.replace("W_oneway", "W_单向").replace("W_bidir", "W_双向").replace("W_nvlink", "W_NVLink")
+    if "b/W_单向" in text and _B_DEFINED not in text:
+        text += f"；{_B_DEFINED}"
     text = text.replace("（有 wraparound）", "，有回绕（wraparound）")
     text = text.replace("（line，无 wraparound）", "（line），无回绕（wraparound）")
     text = text.replace("有 wraparound 的轴", "有回绕（wraparound）的轴")
@@ -98,6 +108,15 @@ def _readable_formula(text: str) -> str:
         ),
         text,
     )
+    return text
+
+
+def _error_text(err: Exception) -> str:
+    """给读者看的错误说明：英文术语放进括号（2D torus → 二维环面（2D torus）），形状写成 16×16"""
+    text = str(err)
+    text = re.sub(r" ?([23])D torus", lambda m: f"{'二三'[int(m.group(1)) - 2]}维环面（{m.group(1)}D torus）", text)
+    text = re.sub(r"\((\d+(?:, \d+)+)\)", lambda m: "×".join(m.group(1).split(", ")), text)
+    text = re.sub(r"的 pod (\d+(?:×\d+)+)", r"最大的一整块（pod，\1）", text)
     return text
 
 
@@ -165,29 +184,103 @@ def _crossover(coll: str, axes, chip, mesh, slice_shape) -> float | None:
     return latency / slope if slope > 0 else None
 
 
-def _where_text(spec: hardware.Chip, axes: Sequence[tuple[str, int]], wraparound) -> str:
-    """这次集合通信经过哪里：GPU 是否跨出一个节点（NVLink 域），TPU 各轴有没有回绕"""
+def axis_placement(mesh: Mapping[str, int], axes: Sequence[str], gpus_per_node: int) -> dict:
+    """经过 axes 的每一组设备落在几个节点（NVLink 域）里
+
+    设备按网格的行优先顺序编号（最后一个轴连续，与 ``jax.make_mesh`` / ``np.arange(N).reshape(形状)`` 相同），
+    编号 id 的设备在第 id // gpus_per_node 个节点。固定其余轴的下标、让 axes 取遍各自的下标就得到一组；
+    逐组数出它跨几个节点、每个节点里有几个组内设备。返回
+    ``{"group_size", "nodes", "fewest_nodes", "per_node"}``：nodes 与 fewest_nodes 是各组跨的节点数的最大、最小值，
+    per_node 是跨得最多的那一组里每个节点最少有几个组内设备（GPU 总数整除时各组都一样）。
+    """
+    sizes = [int(v) for v in mesh.values()]
+    strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
+    names_ = list(mesh)
+    inside = [names_.index(a) for a in axes]
+    outside = [i for i in range(len(sizes)) if i not in inside]
+    worst, fewest = (0, 0), None
+    for fixed in _indices([sizes[i] for i in outside]):
+        base = sum(k * strides[i] for k, i in zip(fixed, outside))
+        counts: dict[int, int] = {}
+        for idx in _indices([sizes[i] for i in inside]):
+            dev = base + sum(k * strides[i] for k, i in zip(idx, inside))
+            counts[dev // gpus_per_node] = counts.get(dev // gpus_per_node, 0) + 1
+        worst = max(worst, (len(counts), -min(counts.values())))
+        fewest = len(counts) if fewest is None else min(fewest, len(counts))
+    group = math.prod(sizes[i] for i in inside)
+    return {"group_size": group, "nodes": worst[0], "fewest_nodes": fewest, "per_node": -worst[1]}
+
+
+def _indices(sizes: Sequence[int]):
+    """sizes 的全部下标组合（行优先）；sizes 为空时只有一个空组合"""
+    if not sizes:
+        yield ()
+        return
+    for k in range(sizes[0]):
+        for rest in _indices(sizes[1:]):
+            yield (k, *rest)
+
+
+def _domain(spec: hardware.GpuChip) -> str:
+    """GPU 的 NVLink 域怎么称呼：8 个 GPU 的机器叫节点；GB200 NVL72 的 72 个 GPU 分在多个机箱里，叫 NVLink 域"""
+    return "节点" if spec.gpus_per_node <= 8 else " NVLink 域"  # 前面留空格：中文与英文之间
+
+
+def _where_text(spec: hardware.Chip, axes: Sequence[tuple[str, int]], wraparound, mesh: Mapping[str, int]) -> str:
+    """这次集合通信经过哪里：GPU 按行优先的设备顺序数出跨几个节点（NVLink 域），TPU 各轴有没有回绕"""
     n = math.prod(size for _, size in axes)
     names_ = "、".join(f"{name}（{size}）" for name, size in axes)
     if isinstance(spec, hardware.GpuChip):
-        g = spec.gpus_per_node
-        if n <= g:
-            return (
-                f"经过的轴 {names_}共 {n} 个 GPU，都在一个节点的 NVLink 域里（每节点 {g} 个 GPU，由 NVSwitch 相连）。"
-            )
-        m = n // g
-        node_bw = spec.node_scaleout_bw
-        bw = f"每节点 {fmt_bw(node_bw)}" if node_bw else "书中未给出带宽"
-        return (
-            f"经过的轴 {names_}共 {n} 个 GPU，超出一个 NVLink 域（每节点 {g} 个 GPU）：跨 {m} 个节点。"
-            f"跨节点的部分走节点出口的网络（InfiniBand，{bw}），每一步的延迟也更大，"
-            "所以时间比同样大小的节点内通信明显更长；要留在节点内，就选总共不超过 "
-            f"{g} 个 GPU 的轴。"
+        g, word = spec.gpus_per_node, _domain(spec)
+        domain = (
+            f"每节点 {g} 个 GPU，由 NVSwitch 相连，即一个 NVLink 域"
+            if word == "节点"
+            else f"一个 NVLink 域有 {g} 个 GPU"
         )
+        place = axis_placement(mesh, [a for a, _ in axes], g)
+        order = "设备按网格的行优先顺序编号（最后一个轴的设备相邻），"
+        if place["nodes"] == 1:
+            return f"经过的轴 {names_}每组 {n} 个 GPU：{order}每组都在同一个{word}里（{domain}）。"
+        spread = "每组分在" if place["fewest_nodes"] == place["nodes"] else "有的组分在"
+        node_bw = spec.node_scaleout_bw
+        bw = (
+            f"每{word}每方向 {fmt_bw(node_bw)}，每 GPU 一块 {fmt_bw(spec.ib_bw_per_gpu)} 的网卡"
+            if node_bw
+            else "书中未给出带宽"
+        )
+        text = (
+            f"经过的轴 {names_}每组 {n} 个 GPU：{order}{spread} {place['nodes']} 个{word}里"
+            f"（每个{word}里 {place['per_node']} 个；{domain}）。"
+            f"跨{word}的部分走出口的网络（InfiniBand，{bw}），每一步的延迟也更大，所以比同样大小的{word}内通信慢。"
+        )
+        assumed = 1 if n <= g else n // g
+        if place["nodes"] != assumed:
+            where = f"在 {assumed} 个{word}里" if assumed > 1 else f"在同一个{word}里"
+            text += f"注意：代价模型（cost.estimate）只看 GPU 总数 {n}，按这些 GPU 连续排{where}计算，图中的时间因此偏乐观；"
+            trailing = list(mesh)[len(mesh) - len(axes) :] == [a for a, _ in axes]
+            text += (
+                f"每{word}的 {g} 个 GPU 不是每组 {n} 个的整数倍，有的组跨在两个{word}的交界上。"
+                if trailing
+                else "要让它们连续，把这条轴放在网格的最后。"
+            )
+        return text
     if wraparound is not None and isinstance(spec, hardware.TpuChip):
         marks = "、".join(f"{name} {'有' if w else '无'}" for (name, _), w in zip(axes, wraparound))
         return f"经过的轴 {names_}共 {n} 台设备；回绕（wraparound）：{marks}（没有回绕的轴是线形，要多走约一倍的路）。"
     return f"经过的轴 {names_}共 {n} 台设备（模拟设备：名义值）。"
+
+
+def _gpu_formula_notes(text: str, est: cost.Estimate, spec: hardware.Chip) -> str:
+    """GPU 的公式：写出 NCCL 模型的延迟项的值，说明 W_NVLink 与 W_node 的方向（与 TPU 写出 t_hop 一样）"""
+    if not isinstance(spec, hardware.GpuChip):
+        return text
+    text = text.replace("延迟项（NCCL 模型）", f"延迟项（NCCL 模型，这里 = {fmt_time(est.hop_latency_s)}）", 1)
+    text = re.sub(r"(W_NVLink = [^，]+)", r"\1（每 GPU 每方向，即单向）", text, count=1)
+    text = re.sub(r"(W_node = [^，]+)$", r"\1（每节点经 InfiniBand 出去的带宽，每方向）", text, count=1)
+    if _domain(spec) != "节点":  # GB200 NVL72：72 个 GPU 的 NVLink 域不是一台机器
+        text = text.replace("节点内（NVSwitch）", "NVLink 域内（NVSwitch）").replace("个节点", "个 NVLink 域")
+        text = text.replace("每节点经", "每 NVLink 域经")
+    return text
 
 
 def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
@@ -214,7 +307,7 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
             except ValueError:  # 例如跨节点的 AllToAll 在某些 GPU 上没有公式
                 curves[coll], crossovers[coll] = None, None
     except (ValueError, KeyError) as err:
-        return {"args": args, "error": str(err)}
+        return {"args": args, "error": _error_text(err)}
     # 曲线完全相同的几种集合通信（例如 AllGather 与 ReduceScatter）：图里是同一条线
     same: dict[tuple, list[str]] = {}
     for coll, times in curves.items():
@@ -247,11 +340,11 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
         "regime_text": _regime_text(est.regime),
         "wraparound": None if est.wraparound is None else list(est.wraparound),
         "formula": est.formula,
-        "formula_text": _readable_formula(est.formula),
+        "formula_text": _gpu_formula_notes(_readable_formula(est.formula), est, spec),
         "summary": f"{name}，V = {fmt_bytes(est.nbytes)}：约 {fmt_time(est.time_s)}，{_regime_text(est.regime)}",
-        "where": _where_text(spec, est.axes, est.wraparound),
+        "where": _where_text(spec, est.axes, est.wraparound, mesh_d),
         "crosses_nodes": isinstance(spec, hardware.GpuChip)
-        and math.prod(size for _, size in est.axes) > spec.gpus_per_node,
+        and axis_placement(mesh_d, [a for a, _ in est.axes], spec.gpus_per_node)["nodes"] > 1,
         "crossover_text": cross_text,
         "coincide": coincide,
         "coincide_text": [
@@ -262,6 +355,37 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
         "x_ticks": _log_ticks(sizes[0], sizes[-1], fmt_bytes),
         "y_ticks": _log_ticks(min(positive), max(positive), fmt_time) if positive else [],
     }
+
+
+def control_choices(chips: Sequence[str], meshes: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+    """第 5 章探索器的控件里哪些组合算得了：{网格: {芯片: [可选的“经过的轴”]}}；列表为空表示这个芯片用不了这个网格
+
+    “经过的轴”的取值与探索器一样：每个轴名，多于一个轴时再加上全部轴（'X,Y'）。构建时写进网页，
+    探索器据此把算不了的网格与轴设为不可选（例如 TPU v5e 是二维环面，没有 X=4,Y=4,Z=4）。
+    """
+    table: dict[str, dict[str, list[str]]] = {}
+    for mesh in meshes:
+        mesh_d = _mesh_dict(mesh)
+        options = [[a] for a in mesh_d] + ([list(mesh_d)] if len(mesh_d) > 1 else [])
+        table[mesh] = {}
+        for chip in chips:
+            ok = []
+            for axes in options:
+                try:
+                    spec = hardware.get_chip(chip)
+                    shape = default_slice_shape(spec, mesh_d)
+                    cost.estimate("all_gather", 1.0, axes, spec, mesh=mesh_d, slice_shape=shape)
+                except (ValueError, KeyError):
+                    continue
+                ok.append(",".join(axes))
+            table[mesh][chip] = ok
+    return table
+
+
+def scenario_axes(scenario: str) -> list[str]:
+    """第 6 章的场景用到的网格轴（网格必须含这些轴）"""
+    sc = SCENARIOS[scenario]
+    return sorted({x for spec in (sc.a, sc.b, sc.out) for x in sharding.parse(spec).axes})
 
 
 # ---- 第 6 章：分片矩阵乘法 ----
@@ -276,6 +400,8 @@ class Scenario:
     b: str
     out: str
     layout: str
+    # 第 6 章“分片策略随批量”图里的线对应的做法：(线的名字, 规划器的标签 planner_label)
+    lines: tuple[tuple[str, str], ...] = ()
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -286,6 +412,10 @@ SCENARIOS: dict[str, Scenario] = {
         "Out[B, F]",
         "输入 In[B, D] 在每台设备上都有完整的一份（复制）；权重 W[D_Y, F] 沿 Y 切开收缩维 D；"
         "输出 Out[B, F] 也要在每台设备上完整（复制）。",
+        (
+            ("图中蓝线（TP：规约激活值）", "本地 matmul 得 Out[B, F]{U_Y} → AllReduce_Y(C)"),
+            ("图中灰线（激活值复制，收集权重）", "AllGather_Y(B) → 本地 matmul 得 Out[B, F]"),
+        ),
     ),
     "fsdp": Scenario(
         "FSDP：激活值按批量切开（图中绿线）",
@@ -294,6 +424,7 @@ SCENARIOS: dict[str, Scenario] = {
         "Out[B_Y, F]",
         "输入 In[B_Y, D] 沿 Y 按批量切开，每台设备只有 1/|Y| 的批量；权重 W[D_Y, F] 沿 Y 切开 D（每台只存 1/|Y|）；"
         "输出 Out[B_Y, F] 仍按批量切开，正是下一层要的。",
+        (("图中绿线（FSDP：收集权重）", "AllGather_Y(B) → 本地 matmul 得 Out[B_Y, F]"),),
     ),
     "dp": Scenario(
         "数据并行（data parallel）",
@@ -340,6 +471,24 @@ def _unused_text(unused: Sequence[str]) -> str:
         f"场景没有用到网格轴 {axes}：输入与权重沿它复制；规划器可以沿它免费切开（dynamic-slice）"
         "分摊计算，再把输出收集回来。"
     )
+
+
+def _lines_text(lines: Sequence[dict], options: Sequence[dict], chosen: int) -> str:
+    """图中的线在规划器的做法里排第几；图与表只比三种固定的做法，规划器搜索的更多"""
+    if not lines:
+        return ""
+    parts = [
+        f"{ln['line']}是 {options[ln['index']]['label']}，在全部 {len(options)} 种做法中排第 {ln['index'] + 1}，"
+        f"约 {options[ln['index']]['t_total_text']}"
+        for ln in lines
+    ]
+    text = "；".join(parts) + "。"
+    if all(ln["index"] != chosen for ln in lines):
+        best = options[chosen]
+        text += (
+            f"图与表只比三种固定的做法，规划器搜索的做法更多：这里最快的是 {best['label']}，约 {best['t_total_text']}。"
+        )
+    return text
 
 
 def _mesh_text(mesh: Mapping[str, int]) -> str:
@@ -464,15 +613,22 @@ def sharding_state(
             slice_shape=shape,
         )  # fmt: skip
     except (ValueError, KeyError) as err:
-        return {"args": args, "error": str(err)}
+        return {"args": args, "error": _error_text(err)}
     roles = _operand_names(a_spec, b_spec, out_spec)
     options = [_option(o, roles) for o in plan.alternatives]
     chosen = plan.alternatives.index(plan.chosen)
     groups: dict[str, list[int]] = {}
     for i, o in enumerate(options):
         groups.setdefault(o["pattern"], []).append(i)
-    shown = [members[0] for members in groups.values()][:SHOWN_GROUPS]
-    bars = shown[:CHART_BARS]
+    lines = [
+        {"line": name, "index": i}
+        for name, label in (sc.lines if not custom else ())
+        for i, o in enumerate(plan.alternatives)
+        if o.label == label
+    ]
+    heads = [members[0] for members in groups.values()][:SHOWN_GROUPS]
+    shown = sorted(set(heads) | {ln["index"] for ln in lines})  # 图中的线对应的做法总在默认的表里
+    bars = heads[:CHART_BARS]
     out_name = out_spec or str(plan.out)
     return {
         "args": args,
@@ -491,6 +647,12 @@ def sharding_state(
         "options": options,
         "groups": [{"pattern": p, "members": m} for p, m in groups.items()],
         "shown": shown,
+        "figure_lines": lines,
+        "figure_text": _lines_text(lines, options, chosen),
+        "rank_note": (
+            f"名次是在全部 {len(options)} 种做法中按总时间的排名；默认每种通信组合只列最快的一种"
+            "（加上图中的线对应的做法），所以名次不一定连续。"
+        ),
         "chart": {
             "rows": bars,
             "ticks": _linear_ticks(max(options[i]["t_total"] for i in bars), fmt_time),
