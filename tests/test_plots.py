@@ -93,7 +93,9 @@ def test_figure_fits_the_page_width_with_legible_text():
     fig, ax = plots.figure()
     ax.plot([0, 1], [0, 1])
     px = _width_px(_draw_strictly(fig))
-    assert 750 <= px <= 900, f"图宽 {px} px，网站正文约 800 px"
+    # 先为手机画：缩放到 390 px 手机的正文宽（342 px）时，10 pt 的字仍不小于 10 CSS px
+    assert 450 <= px <= 520, f"图宽 {px} px，应约 495 px（4.5 in × 110 dpi）"
+    assert plots.MIN_FONT_PT / 72 * plots.DPI * 342 / px >= 10
     fig, axes = plots.figure(2, 2, sharex=True)
     assert axes.shape == (2, 2)
     assert fig.get_size_inches()[1] > plots.PAGE_WIDTH_IN * plots.ASPECT
@@ -139,7 +141,7 @@ def test_loglog_with_regimes_renders_cleanly():
     assert {"延迟受限", "带宽受限"} <= labels
     assert len(ax.get_legend().get_texts()) == 2
     png = _draw_strictly(fig)
-    assert _width_px(png) > 700
+    assert _width_px(png) > 450  # 先为手机画：4.5 in × 110 dpi
     with pytest.raises(ValueError, match="个点"):
         plots.loglog_time_vs_bytes(plots.figure()[1], [1, 2], {"x": [1]})
     plt.close("all")
@@ -189,7 +191,8 @@ def test_glue_figure_hands_the_figure_over_and_closes_it(monkeypatch):
     assert facts["shardlab:layout"] == "2x1"
     assert facts["shardlab:colors"] == "blue,orange"
     assert float(facts["shardlab:min-font-pt"]) >= plots.MIN_FONT_PT
-    assert float(facts["shardlab:dpi"]) == plots.DPI
+    assert float(facts["shardlab:dpi"]) == plots.DPI * plots.PNG_SCALE  # PNG 的 dpi：手机上按它算字的像素
+    assert Image.open(io.BytesIO(image.data)).width <= plots.PAGE_WIDTH_IN * plots.DPI * plots.PNG_SCALE * 1.05
 
 
 def test_figure_facts_see_small_text_and_columns():

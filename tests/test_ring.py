@@ -26,10 +26,10 @@ def test_step_table_oneway_allgather_n4():
     r = ring.all_gather(Ring(4, bidirectional=False))
     assert r.step_table()[1] == ["D0=[A,D]", "D1=[B,A]", "D2=[C,B]", "D3=[D,C]"]
     assert ring.format_step_table(r).splitlines() == [
-        "step 0:  D0=[A]        D1=[B]        D2=[C]        D3=[D]",
-        "step 1:  D0=[A,D]      D1=[B,A]      D2=[C,B]      D3=[D,C]",
-        "step 2:  D0=[A,D,C]    D1=[B,A,D]    D2=[C,B,A]    D3=[D,C,B]",
-        "step 3:  D0=[A,D,C,B]  D1=[B,A,D,C]  D2=[C,B,A,D]  D3=[D,C,B,A]",
+        "第 0 步  D0=[A]        D1=[B]        D2=[C]        D3=[D]",
+        "第 1 步  D0=[A,D]      D1=[B,A]      D2=[C,B]      D3=[D,C]",
+        "第 2 步  D0=[A,D,C]    D1=[B,A,D]    D2=[C,B,A]    D3=[D,C,B]",
+        "第 3 步  D0=[A,D,C,B]  D1=[B,A,D,C]  D2=[C,B,A,D]  D3=[D,C,B,A]",
     ]
     assert r.final == [["A", "B", "C", "D"]] * 4
 

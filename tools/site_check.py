@@ -44,6 +44,7 @@ HOST = "127.0.0.1"
 VIEWPORT = {"width": 1280, "height": 800}
 MOBILE = {"width": 390, "height": 844}
 MIN_TEXT_PX = 10.0
+MIN_CELL_PX = 48.0  # 手机上表格单元格的最小宽度（更窄时一行只放得下一两个汉字）
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -314,6 +315,7 @@ class PageResult:
     info: dict = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (类别, 说明)
     screenshot: Path | None = None
+    layout: dict = field(default_factory=dict)  # 手机上的图与表（_LAYOUT_JS）
 
     def add(self, kind: str, message: str) -> None:
         self.problems.append((kind, message))
@@ -622,6 +624,41 @@ _WIDE_JS = r"""
   .map(([b, a]) => (b.innerText || "").replace(/\s+/g, " ").trim().slice(0, 30))
 """
 
+# 手机上的图与表：比屏幕（正文框）宽的图与动画，窄于 MIN_CELL_PX 的表格单元格，比自己的框宽的表格（数一数，
+# 有滑动提示时允许）。等 MathJax 排版完（表格里的式子会改变列宽），再等 course.js 的 resize 处理。
+_LAYOUT_JS = r"""
+async (minCell) => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  await new Promise(r => setTimeout(r, 300));
+  const article = document.querySelector("article.bd-article") || document.body;
+  const box = article.getBoundingClientRect();
+  const limit = Math.min(box.right, document.documentElement.clientWidth) + 1;
+  const shown = e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  const text = e => (e.getAttribute("alt") || e.getAttribute("aria-label") || e.innerText || "")
+    .replace(/\s+/g, " ").trim().slice(0, 40);
+  const wideFigs = [];
+  const figs = Array.from(article.querySelectorAll("img, .shardlab-player svg"))
+    .filter(e => shown(e) && !e.closest(".shardlab-strip"));
+  for (const e of figs) {
+    const r = e.getBoundingClientRect();
+    if (r.right > limit || r.left < box.left - 1) wideFigs.push(`${text(e)}（${Math.round(r.width)} px）`);
+  }
+  const tables = Array.from(article.querySelectorAll("table")).filter(shown);
+  let overflowing = 0;
+  const narrow = [];
+  for (const t of tables) {
+    const holder = t.parentElement;
+    if (t.getBoundingClientRect().width > holder.clientWidth + 2) overflowing += 1;
+    for (const c of t.querySelectorAll("th, td")) {
+      const r = c.getBoundingClientRect();
+      if (r.height > 0 && r.width < minCell - 0.5 && (c.innerText || "").trim())
+        narrow.push(`${text(c)}（${r.width.toFixed(0)} px）`);
+    }
+  }
+  return {figures: figs.length, wideFigs, tables: tables.length, overflowing, narrow};
+}
+"""
+
 # 点手机上看得见的 ☰ 与“本页目录”按钮：侧栏（对话框）要打开
 _NAV_JS = r"""
 async () => {
@@ -676,6 +713,18 @@ def _check_mobile(page, result: PageResult, site: Path, shot: Path | None) -> in
     wide = page.evaluate(_WIDE_JS)
     if wide:
         result.add("mobile", f"手机上 {len(wide)} 个表格或代码块比屏幕宽，上面没有滑动提示（例如 “{wide[0]}”）")
+    layout = page.evaluate(_LAYOUT_JS, MIN_CELL_PX)
+    result.layout = layout
+    if layout["wideFigs"]:
+        result.add(
+            "mobile",
+            f"手机上 {len(layout['wideFigs'])} 张图或动画比正文宽（要横向滑动或被裁掉），例如 “{layout['wideFigs'][0]}”",
+        )
+    if layout["narrow"]:
+        result.add(
+            "mobile",
+            f"手机上 {len(layout['narrow'])} 个表格单元格窄于 {MIN_CELL_PX:g} px，例如 “{layout['narrow'][0]}”",
+        )
     dead = page.evaluate(_NAV_JS)
     if dead:
         names = {"primary": "☰（全书目录）", "secondary": "本页目录"}

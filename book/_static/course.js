@@ -3,7 +3,9 @@
    1. 侧栏按钮：主题（pydata-sphinx-theme 0.17 + sphinx-book-theme 1.3）只给页面上第一个 .primary-toggle /
       .secondary-toggle 接上了点击处理，而第一个是顶栏里隐藏的那个；手机上看得见的 ☰ 和“本页目录”按钮点了没有反应。
       这里把其余的同类按钮的点击转给第一个。
-   2. 手机上放不下的表格和代码块：在它上面加一行“左右滑动”的提示（手机浏览器不显示滚动条，看不出右边还有内容）。 */
+   2. 手机上放不下的表格和代码块：在它上面加一行“左右滑动”的提示（手机浏览器不显示滚动条，看不出右边还有内容）。
+   3. 手机上挤不下的表格（比框宽，或有单元格窄于 MIN_CELL 像素，一行只放得下一两个汉字）：四列以上的改成
+      每行一张卡片（表头写在每个格子前面，course.css 的 .course-cards）；三列以下的给每列一个最小宽度。 */
 (function () {
   "use strict";
 
@@ -25,6 +27,69 @@
   }
 
   var CUE = "course-scroll-cue";
+  var MIN_CELL = 48; // 与 tools/site_check.py 的 MIN_CELL_PX 相同
+  var PHONE = 600; // 与 course.css 里手机的断点相同
+
+  function labelCells(table) {
+    // 每个格子记下它那一列的表头（卡片里写在格子前面），内容包进一个 span（卡片是两列的网格）
+    if (table.dataset.courseLabels) {
+      return true;
+    }
+    var head = table.tHead && table.tHead.rows[table.tHead.rows.length - 1];
+    if (!head) {
+      return false;
+    }
+    var names = Array.prototype.map.call(head.cells, function (th) {
+      return (th.innerText || th.textContent || "").replace(/\s+/g, " ").trim();
+    });
+    Array.prototype.forEach.call(table.tBodies, function (body) {
+      Array.prototype.forEach.call(body.rows, function (row) {
+        Array.prototype.forEach.call(row.cells, function (cell, i) {
+          cell.setAttribute("data-label", names[i] || "");
+          var span = document.createElement("span");
+          span.className = "course-cell";
+          while (cell.firstChild) {
+            span.appendChild(cell.firstChild);
+          }
+          cell.appendChild(span);
+        });
+      });
+    });
+    table.dataset.courseLabels = "1";
+    return true;
+  }
+
+  function cramped(table) {
+    var holder = table.parentElement;
+    if (table.getBoundingClientRect().width > holder.clientWidth + 2) {
+      return true;
+    }
+    return Array.prototype.some.call(table.querySelectorAll("th, td"), function (cell) {
+      var r = cell.getBoundingClientRect();
+      return r.height > 0 && r.width < MIN_CELL - 0.5 && (cell.textContent || "").trim() !== "";
+    });
+  }
+
+  function fitTables() {
+    var phone = document.documentElement.clientWidth <= PHONE;
+    Array.prototype.forEach.call(document.querySelectorAll(".bd-article table"), function (table) {
+      table.classList.remove("course-cards", "course-min-cols");
+      if (!phone || table.getBoundingClientRect().height === 0 || !cramped(table)) {
+        return;
+      }
+      var cols = table.rows.length ? table.rows[0].cells.length : 0;
+      if (cols >= 4 && labelCells(table)) {
+        table.classList.add("course-cards");
+      } else {
+        table.classList.add("course-min-cols");
+      }
+    });
+  }
+
+  function refresh() {
+    fitTables();
+    markWide();
+  }
 
   function markWide() {
     // 横向滚动的是表格的容器和代码块里的 <pre>；提示放在表格容器或整个代码块（div.highlight）的前面
@@ -54,11 +119,18 @@
 
   function start() {
     forwardToggles();
-    markWide();
+    refresh();
     var timer;
     window.addEventListener("resize", function () {
       clearTimeout(timer);
-      timer = setTimeout(markWide, 150);
+      timer = setTimeout(refresh, 150);
+    });
+    // 表格里的式子由 MathJax 排版之后列宽会变：排版完再量一次
+    window.addEventListener("load", function () {
+      refresh();
+      if (window.MathJax && window.MathJax.startup && window.MathJax.startup.promise) {
+        window.MathJax.startup.promise.then(refresh);
+      }
     });
   }
 

@@ -262,10 +262,8 @@ _STYLE = """
 .shardlab-player{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans CJK SC","PingFang SC",sans-serif;
   margin:.5rem 0 1rem 0;max-width:100%}
 .shardlab-player .sl-panels{display:flex;flex-wrap:wrap;gap:.5rem}
-.shardlab-player .sl-panel{flex:1 1 100%;min-width:0;max-width:680px}
-.shardlab-player .sl-svg{overflow-x:auto}
+.shardlab-player .sl-panel{flex:1 1 100%;min-width:0;max-width:560px}
 .shardlab-player svg{width:100%;height:auto;display:block}
-@media (max-width:600px){.shardlab-player svg{min-width:500px}}
 .shardlab-player .sl-title{font-size:.9rem;margin:.2rem 0}
 .shardlab-player .sl-controls{display:flex;flex-wrap:wrap;gap:.3rem;align-items:center;margin-top:.3rem}
 .shardlab-player button{font:inherit;font-size:.9rem;padding:.15rem .7rem;border:1px solid #999;border-radius:.25rem;
@@ -290,12 +288,15 @@ function el(tag,attrs,text){const e=document.createElementNS(NS,tag);
 for(const r of recs){const all=r.frames.flat(), most=Math.max(1,...all.map(c=>c.length));
   r.per=Math.min(r.layout==="line"?2:4,most); r.cw=Math.max(22,...all.flat().map(c=>8*c[0].length+6));
   r.bw=r.per*r.cw+6; r.bh=Math.ceil(most/r.per)*19+21;
+  // 设备下方的说明（collective matmul 的 “C += A1·W1”）比设备框宽时，按它留出左右的位置，不在 SVG 边上被截掉
+  r.nw=r.notes?Math.max(0,...r.notes.flat().map(t=>7.5*t.length+8)):0; r.w=Math.max(r.bw,r.nw);
   r.R=Math.max(120,r.n*(r.bw+24)/(2*Math.PI));}
-function size(r){return r.layout==="ring"?[2*r.R+r.bw+40,2*r.R+r.bh+70]:[r.n*(r.bw+44)+20,r.bh+150];}
+// SVG 按 viewBox 缩放到播放器的宽度（手机上 342 px）：画面的宽度约 350–400 个单位，12 的字在手机上不小于 10 px
+function size(r){return r.layout==="ring"?[2*r.R+r.w+24,2*r.R+r.bh+70]:[r.n*(r.w+44)+20,r.bh+150];}
 function pos(r,d){const [W,H]=size(r);
   if(r.layout==="ring"){const a=-Math.PI/2+2*Math.PI*d/r.n;
     return [W/2+r.R*Math.cos(a),(H-20)/2+r.R*Math.sin(a)];}
-  return [10+(r.bw+44)*(d+0.5),H/2-10];}
+  return [10+(r.w+44)*(d+0.5),H/2-10];}
 function draw(panel,r){
   const s=Math.min(step,r.frames.length-1), [W,H]=size(r);
   const svg=el("svg",{viewBox:`0 0 ${W} ${H}`,role:"img","aria-label":r.title+"，第 "+s+" 步"});
@@ -325,7 +326,7 @@ function draw(panel,r){
       g.appendChild(el("text",{x:cx+(cw-2)/2,y:cy+13,"text-anchor":"middle","font-size":"12",fill:"#000"},c[0]));
       svg.appendChild(g);});
     if(r.notes&&r.notes[s]){svg.appendChild(el("text",{x:x,y:y+bh/2+14,"text-anchor":"middle","font-size":"12",
-      fill:"#333"},r.notes[s][d]));}});
+      fill:"#333",stroke:"#fff","stroke-width":"3","paint-order":"stroke"},r.notes[s][d]));}});
   const status=s===0?"初始状态":(s>=r.frames.length-1?"完成":"");
   svg.appendChild(el("text",{x:8,y:H-8,"font-size":"13",fill:"#333"},`第 ${s} / ${r.frames.length-1} 步 ${status}`));
   panel.querySelector(".sl-svg").replaceChildren(svg);}

@@ -2,8 +2,9 @@
 
 样式
     ``use_style()`` 在笔记本开头调用一次（之后所有图都用它）；只想临时用时写 ``with plots.style(): ...``。
-    ``figure()`` 按网站正文的宽度（约 800 px）建图：宽 ``PAGE_WIDTH_IN`` 英寸、``DPI`` 点每英寸，
-    字号 11 pt 起，缩放到正文宽度时仍然清晰。颜色循环是 Okabe–Ito 色盲友好配色（``COLORS``），
+    ``figure()`` 先为手机建图：宽 ``PAGE_WIDTH_IN``（4.5）英寸、``DPI`` 点每英寸，字号 10–12 pt；
+    网站上图缩放到正文宽度（手机上 342 px，桌面上最宽约 600 px），字在手机上不小于 10 CSS px。
+    多个子图时竖着排（``figure(2, 1)``、``figure(4, 2)``），不要在一行里放三个以上。颜色循环是 Okabe–Ito 色盲友好配色（``COLORS``），
     同一种量在全书用同一种颜色：计算用 ``COLORS["compute"]``，通信用 ``COLORS["comm"]``。
 
 文字
@@ -16,8 +17,9 @@
     ``LABELS`` 列出这里的画法会写到图上的全部固定文字；``tests/test_plots.py`` 把它们逐个渲染，
     出现 “Glyph ... missing from font” 警告就失败。这里的画法加了固定文字就加进 ``LABELS``；
     别的模块里的画法（如 ``bench.plot``）把自己的固定文字放在模块级的 ``LABELS`` 元组里，测试会自动收集。
-    图上的字号不小于 ``MIN_FONT_PT``（10 pt）：手机上图按最小宽度显示（见 ``book/_static/course.css``），
-    这样字在 390 px 的屏幕上也不小于 10 CSS px（网站测试按 ``glue_figure`` 记下的字号检查）。
+    图上的字号不小于 ``MIN_FONT_PT``（10 pt）：手机上图缩放到正文宽度（见 ``book/_static/course.css``），
+    4.5 in 宽的图上 10 pt 的字在 390 px 的屏幕上约 10.4 CSS px（网站测试按 ``glue_figure`` 记下的字号检查，
+    也检查图不比屏幕宽）。
 
 图与图注一致
     ``glue_figure`` 把图渲染成 PNG 交给正文，并在 PNG 的文字块（tEXt）里记下子图的排列（行 × 列）、
@@ -70,10 +72,15 @@ try:  # 课程的 CJK 字体（pip 包 noto-cjk-sans-otc）；没有时找系统
 except ImportError:  # pragma: no cover - 依赖里有它；只在手工装的环境里缺
     noto_cjk_sans_otc = None
 
-# 网站正文宽约 800 px：7.5 in × 110 dpi = 825 px，缩放到正文宽度时几乎不缩小
-PAGE_WIDTH_IN = 7.5
+# 先为手机画：390 px 的手机上正文 342 px 宽（两边各留 24 px），图缩放到这个宽度。4.5 in 宽的图
+# （PNG 四周只留 PAD_IN 的白边）缩到 342 px 时，10 pt（MIN_FONT_PT）的字是 10 / 72 × 342 / 4.56 ≈ 10.4 CSS px。
+# 桌面上图不放大到整个正文宽，最宽按 course.css 的 38rem（约 600 px）显示，字约 18 px。
+PAGE_WIDTH_IN = 4.5
+PAD_IN = 0.03
 DPI = 110
-ASPECT = 0.56
+ASPECT = 0.62
+# glue_figure 的 PNG 按 DPI × PNG_SCALE 渲染：手机（设备像素比 2–3）和桌面上缩放后都清晰
+PNG_SCALE = 2
 
 # Okabe–Ito 色盲友好配色；前几种进入颜色循环
 COLORS = {
@@ -317,14 +324,16 @@ def figure_facts(fig) -> dict[str, str]:
 
 
 def figure_png(fig, *, close: bool = False) -> bytes:
-    """把图渲染成 PNG（与 Jupyter inline 后端相同：bbox_inches="tight"），tEXt 里写上 ``figure_facts``
+    """把图渲染成 PNG（bbox_inches="tight"，dpi 是图的 PNG_SCALE 倍），tEXt 里写上 ``figure_facts``（dpi 是 PNG 的）
 
     close=True 时渲染完就关掉这张图（免得 Jupyter 在单元下面再显示一次）。
     """
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight", metadata=figure_facts(fig))
+    dpi = fig.dpi * PNG_SCALE
+    facts = figure_facts(fig) | {"shardlab:dpi": f"{dpi:g}"}
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", pad_inches=PAD_IN, metadata=facts)
     if close:
         plt.close(fig)
     return buf.getvalue()
@@ -421,11 +430,21 @@ def mark_regimes(
     return ax
 
 
-def timeline(ax, steps: Iterable[Mapping], *, lanes: Sequence[str] | None = None, unit: float = 1e-6):
+def timeline(
+    ax,
+    steps: Iterable[Mapping],
+    *,
+    lanes: Sequence[str] | None = None,
+    unit: float = 1e-6,
+    lane_labels: str = "left",
+):
     """甘特图：steps 里每一项是 {"lane": 行名, "start": 秒, "duration": 秒, "kind": compute/comm/idle, "label": 可选}
 
     适合画 collective matmul 里计算与通信的重叠。横轴以 unit 为单位（默认 µs）。
+    lane_labels="above" 把行名写在每一行的条上方（不占左边的宽度）：行名长、条上的字多时手机上放得下。
     """
+    if lane_labels not in ("left", "above"):
+        raise ValueError(f"lane_labels 只能是 'left' 或 'above'，而不是 {lane_labels!r}")
     steps = list(steps)
     if lanes is None:
         lanes = list(dict.fromkeys(str(s["lane"]) for s in steps))
@@ -451,8 +470,24 @@ def timeline(ax, steps: Iterable[Mapping], *, lanes: Sequence[str] | None = None
         seen.add(kind)
         if s.get("label"):
             ax.text(start + dur / 2, y, str(s["label"]), ha="center", va="center", fontsize=MIN_FONT_PT, color="white")
-    ax.set_yticks(range(len(lanes)), lanes)
-    ax.invert_yaxis()
+    if lane_labels == "left":
+        ax.set_yticks(range(len(lanes)), lanes)
+        ax.invert_yaxis()
+    else:
+        ax.set_yticks([])
+        ax.spines["left"].set_visible(False)
+        for i, name in enumerate(lanes):  # 条的上沿在 i - 0.3；y 轴朝下，va="bottom" 让字落在条的上方
+            ax.text(
+                0.0,
+                i - 0.34,
+                name,
+                transform=ax.get_yaxis_transform(),
+                ha="left",
+                va="bottom",
+                fontsize=MIN_FONT_PT,
+                color="#333333",
+            )
+        ax.set_ylim(len(lanes) - 0.55, -0.95)  # 朝下的 y 轴，第一行上方留出行名的位置
     ax.set_xlabel("时间（µs）" if unit == 1e-6 else "时间")
     ax.grid(axis="y", visible=False)
     if seen:

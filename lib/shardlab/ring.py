@@ -146,8 +146,8 @@ class SimResult:
 
 
 def format_step_table(result: SimResult) -> str:
-    """把步骤表排成纯文本（tabulate 的 plain 格式），每步一行、各列对齐：``step 1:  D0=[A,D]  D1=[B,A] …``"""
-    rows = [[f"step {s}:", *row] for s, row in enumerate(result.step_table())]
+    """把步骤表排成纯文本（tabulate 的 plain 格式），每步一行、各列对齐：``第 1 步  D0=[A,D]  D1=[B,A] …``"""
+    rows = [[f"第 {s} 步", *row] for s, row in enumerate(result.step_table())]
     return tabulate(rows, tablefmt="plain", disable_numparse=True)
 
 

@@ -150,7 +150,7 @@ class MultiProcessResult:
 
     def table(self) -> str:
         lines = [f"rank {r['rank']} / world size {r['world']}：{r['line']}" for r in self.ranks]
-        head = ("collective", "V", "in-process", "cross-process", "cross/in", "check")
+        head = ("原语", "V", "进程内", "跨进程", "跨进程/进程内", "核对")
         body = [
             (
                 DISPLAY[r.collective],

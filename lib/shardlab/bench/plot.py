@@ -13,7 +13,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator
 
 from shardlab import plots, units
 from shardlab.bench.model import DISPLAY
@@ -49,9 +49,15 @@ LABELS = (
 )
 
 
-def _figure(nrows: int):
+def _figure(nrows: int, height: float | None = None):
     """唯一与样式模块打交道的地方：以后换样式只改这里"""
-    return plots.figure(nrows, 1, height=plots.PAGE_WIDTH_IN * plots.ASPECT * (1 if nrows == 1 else 1.5))
+    h = plots.PAGE_WIDTH_IN * plots.ASPECT * (1 if nrows == 1 else 1.5)
+    return plots.figure(nrows, 1, height=height or h)
+
+
+def _wrap_label(label: str, width: int = 22) -> str:
+    """图例名长于 width 个字时在第一个“：”后折行（手机宽度的图里图例放在图下面，一行放不下）"""
+    return label.replace("：", "：\n", 1) if len(label) > width else label
 
 
 def _series(result):
@@ -190,7 +196,7 @@ def plot_reference(result=None, *, sets=None) -> ReferencePlot:
     """
     sets = sets if sets is not None else reference_data()
     h100, y4, x16 = (by_id(sets, i) for i in ("h100-all-reduce", "v5e-all-gather-y4", "v5e-all-gather-16"))
-    fig, (ax_gpu, ax_tpu) = _figure(2)
+    fig, (ax_gpu, ax_tpu) = _figure(2, height=7.6)
     real = result is not None and bool(result.rows) and all(r.model_valid for r in result.rows)
     overlaid = False
     with plots.style():
@@ -212,8 +218,17 @@ def plot_reference(result=None, *, sets=None) -> ReferencePlot:
             ar = [r for r in result.rows if r.collective == "all_reduce"]
             ag = [r for r in result.rows if r.collective == "all_gather"]
             overlaid = _overlay(ax_gpu, ar, as_busbw=True) | _overlay(ax_tpu, ag, as_busbw=False)
-        for ax in (ax_gpu, ax_tpu):
-            ax.legend(loc="best", frameon=True, framealpha=0.85)
+        for ax in (ax_gpu, ax_tpu):  # 手机宽度的图上每隔两个数量级一个刻度，刻度上的字不挤在一起
+            ax.xaxis.set_major_locator(LogLocator(base=100))
+        for ax in (ax_gpu, ax_tpu):  # 图例放在每幅图下面：手机宽度的图里放在图内会盖住曲线
+            handles, labels = ax.get_legend_handles_labels()
+            ax.legend(
+                handles,
+                [_wrap_label(label) for label in labels],
+                loc="upper center",
+                bbox_to_anchor=(0.5, -0.3),
+                frameon=False,
+            )
     return ReferencePlot(fig, _reference_caption(result, real, overlaid, (h100, y4, x16)), overlaid)
 
 

@@ -36,6 +36,8 @@ from shardlab.bench.model import (
 
 # ---- 表格（本包唯一的表格画法） ----
 
+REGIME_ZH = {"latency-bound": "延迟受限", "bandwidth-bound": "带宽受限"}  # 表里的区间（JSON/CSV 里仍是英文键）
+
 TABLE_WIDTH = 160  # 纯文字与管道输出的宽度：够放下全部列，不折行
 
 
@@ -200,7 +202,7 @@ class BenchResult:
 
     def rich_table(self) -> Table:
         """结果表（rich）；命令行直接打印，`table` 渲染成纯文字"""
-        head = ("collective", "V", "median", "p10–p90", "algbw", "busbw", "predicted", "meas/pred", "regime")
+        head = ("原语", "V", "中位数", "p10–p90", "algbw", "busbw", "预测", "实测/预测", "区间")
         body = [
             (
                 DISPLAY[r.collective],
@@ -211,7 +213,7 @@ class BenchResult:
                 units.fmt_bw(r.busbw),
                 _time_or_dash(r.predicted_s),
                 (f"{r.ratio:.3g}" if math.isfinite(r.ratio) else "—") + ("" if r.model_valid else "*"),
-                r.regime or "—",
+                REGIME_ZH.get(r.regime, r.regime) if r.regime else "—",
             )
             for r in self.rows
         ]
