@@ -21,6 +21,7 @@ from shardlab.exercise.judge import WRONG, judge_value
 from shardlab.grade import (
     cli,
     folder,
+    gradescope,
     identify,
     integrity,
     judge,
@@ -1386,3 +1387,66 @@ def test_one_students_folder_given_as_the_submissions_is_a_partial_run(tmp_path,
                                                "--sandbox", "rlimit", "--chapter", "5", "--roster", str(roster_path),
                                                "--secret-file", str(secret)]))  # fmt: skip
     assert "--out 在提交目录" not in capsys.readouterr().err
+
+
+def test_limits_must_be_positive_and_out_must_be_a_folder(tmp_path):
+    """以前：--wall 0、--cell-timeout 0、-j 0 照样评（全班超时、canvas.csv 里 0 分，退出码 0）；--out 是文件时是 Python 的 traceback"""
+    parser = cli.build_parser()
+    for bad in (["--wall", "0"], ["--cell-timeout", "-5"], ["-j", "0"], ["--memory-mb", "0"], ["--wall", "nan"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["subs", "--out", "o", *bad])
+    assert parser.parse_args(["subs", "--out", "o", "--wall", "30"]).wall == 30.0
+    afile = tmp_path / "roster.csv"
+    afile.write_text("id,name\n", encoding="utf-8")
+    with pytest.raises(cli.UsageError, match="是一个文件，不是目录"):
+        cli._check_out(afile, 5)
+    assert gradescope.main(["--secret-file", "s", "--roster", "r", "--chapter", "5", "--out", str(tmp_path)]) == 2
+
+
+def test_files_that_cannot_be_graded_hold_their_owner(tmp_path):
+    """以前：解压多了一层（s001/ch05_lisi/x.ipynb）、名字像笔记本的目录或 FIFO、太大的或别的章的笔记本：都是“没有提交”或 0 分"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 4, "ch05", published=False)
+    (own / "s001" / "deeper").mkdir()
+    (own / "s001" / "ch05_exercises.ipynb").rename(own / "s001" / "deeper" / "ch05_exercises.ipynb")
+    (own / "s002" / "ch05_exercises.ipynb").rename(own / "s002" / "keep.json")
+    (own / "s002" / "ch05_exercises.ipynb").mkdir()
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    assert sorted(found.owned_ignored) == ["s001", "s002"] and "目录太深" in found.owned_ignored["s001"]
+    results = [
+        {"student": "s000", "roster_id": "s000", "counted": True, "status": status.TOO_LARGE, "points": 0.0},
+        {"student": "s003", "roster_id": "s003", "counted": True, "status": status.OTHER_CHAPTER, "points": 0.0},
+        {"student": "s009", "roster_id": "s009", "counted": True, "status": status.GRADED, "points": 0.0},
+    ]
+    held = cli._held_unreadable(results)
+    assert sorted(held) == ["s000", "s003"] and "文件太大" in held["s000"]
+
+
+def test_a_run_that_finds_few_of_the_class_is_partial(tmp_path):
+    """以前：重评一个学生时把他的文件单独放进一个随便起名的目录，别的学生在 canvas.csv 里都是 0 分"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 4, "ch05", published=False)
+    lone = tmp_path / "regrade"
+    lone.mkdir()
+    shutil.copy(own / "s002" / "ch05_exercises.ipynb", lone / "s002_ch05.ipynb")
+    args, found = _prepare(tmp_path, lone, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    assert "1 / 4" in found.partial
+
+
+def test_canvas_names_with_digits_are_matched_by_the_user_number():
+    """以前：Canvas 文件名的姓名部分有数字（wangwu2_…）时不当成 Canvas 的名字，按学生自己起的文件名 2024001 认人"""
+    table = identify.Roster(
+        [roster.Student("2024001", "张三", 2, lms_id="13579"), roster.Student("2024003", "王五", 3, lms_id="11111")]
+    )
+    ident = identify.identify(("wangwu2_11111_88003_2024001.ipynb",), table, None, None)
+    assert ident.sid == "2024003"
+    with pytest.raises(roster.RosterError, match="Excel"):
+        roster.parse("id,name,lms_id\ns1,甲,13579.0\n")
+
+
+@pytest.mark.slow
+def test_a_class_that_all_timed_out_gets_no_canvas_csv(tmp_path, capsys):
+    """以前全部超时（时间上限给得太小）时照样写 canvas.csv，全班 0 分，退出码 0；现在与全部崩溃一样不写，退出码 1"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
+    out = tmp_path / "out"
+    rc = cli.main([str(own), "--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file",
+                   str(secret), "--chapter", "5", "--no-progress", "--sandbox", "rlimit", "--wall", "0.5"])  # fmt: skip
+    assert rc == 1 and not (out / "canvas.csv").exists() and "崩溃或超时" in capsys.readouterr().err

@@ -127,6 +127,13 @@ def parse(text: str, source: str = "花名册") -> list[Student]:
                 problems.append(f"第 {row_no} 行：学生 id 重复（duplicate id）{sid!r}，与第 {first.row} 行{same}")
                 continue
             more = {c: row[k].strip() if k < len(row) else "" for c, k in extra.items()}
+            lms = more.get("lms_id", "")
+            if re.fullmatch(r"\d+\.0+|\d(\.\d+)?[eE]\+?\d+", lms):
+                problems.append(
+                    f"第 {row_no} 行：lms_id {lms!r} 看起来被 Excel 改成了小数或科学记数法："
+                    "在 Excel 里把 lms_id 列设成“文本”，再从 LMS 导出的原值另存"
+                )
+                continue
             dup = _duplicate_contact(more, contacts, row_no)
             if dup:
                 problems.append(dup)

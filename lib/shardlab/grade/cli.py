@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("submissions", nargs="+", help="提交所在目录（可以每个学生一个子目录）、通配符或文件")
     p.add_argument("-o", "--out", type=Path, required=True, help="输出目录")
-    p.add_argument("-j", "--jobs", type=int, default=1, help="同时评几份（默认 1）")
+    p.add_argument("-j", "--jobs", type=_positive(int), default=1, help="同时评几份（默认 1）")
     p.add_argument("--force", action="store_true", help="重评已经评过的提交")
     p.add_argument("--chapter", type=int, help="练习的章（没给时：所有提交都属于同一章才自动推断）")
     p.add_argument("--course", type=Path, help="课程目录（默认：从当前目录向上找含 solutions/ 与 exercises/ 的目录）")
@@ -103,10 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=per_student.MAX_FILES,
         help=f"每个学生最多评几个内容不同的文件（默认 {per_student.MAX_FILES}；超过的列在忽略的文件里，写进给教师的说明）",
     )
-    p.add_argument("--wall", type=float, default=Limits.wall_s, help="每份提交的墙钟时间上限（秒）")
-    p.add_argument("--cell-timeout", type=float, default=Limits.cell_s, help="每个单元的时间上限（秒）")
-    p.add_argument("--memory-mb", type=int, default=Limits.memory_bytes >> 20, help="每个进程的地址空间上限（MiB）")
-    p.add_argument("--nproc", type=int, default=Limits.nproc, help="沙箱里进程 + 线程数上限")
+    p.add_argument("--wall", type=_positive(float), default=Limits.wall_s, help="每份提交的墙钟时间上限（秒）")
+    p.add_argument("--cell-timeout", type=_positive(float), default=Limits.cell_s, help="每个单元的时间上限（秒）")
+    p.add_argument(
+        "--memory-mb", type=_positive(int), default=Limits.memory_bytes >> 20, help="每个进程的地址空间上限（MiB）"
+    )
+    p.add_argument("--nproc", type=_positive(int), default=Limits.nproc, help="沙箱里进程 + 线程数上限")
     p.add_argument(
         "--sandbox",
         choices=["auto", "bwrap", "uid", "rlimit"],
@@ -134,6 +136,21 @@ class Personal:
     students: list[roster.Student]
     secret: bytes
     key: personal.PersonalKey | None = None
+
+
+def _positive(kind):
+    """argparse 的类型：大于 0 的数（以前 --wall 0、--cell-timeout 0、-j 0 照样评，全班超时、0 分，退出码 0）"""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} 不是数") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"要大于 0 的有限数（给的是 {text}）；没有“0 表示不限”这种写法")
+        return value
+
+    return parse
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,6 +223,9 @@ def prepare(args) -> Ready:
     else:
         _identify(found, args.personal, args.trust_key, args.roster_notes)
         found.partial = _partial(args.submissions, identify.Roster(args.personal.students))
+        have, everyone = {f.roster_id for f in found.found}, len(args.personal.students)
+        if not found.partial and everyone >= 3 and len(have) < everyone / 2:
+            found.partial = f"这次只找到花名册里 {len(have)} / {everyone} 名学生的文件（给的是一部分提交？）"
     _refuse_nothing_to_grade(found)
     chapter = _choose_chapter(found.found, args.chapter)
     key = base_key
@@ -307,6 +327,8 @@ OUT_DIRS = ("results", "feedback", outputs.TA_DIR, WORK, "stale-feedback")
 
 def _check_out(out: Path, chapter: int | None) -> None:
     """输出目录：里面的子目录与锁不能是符号链接（别人放的链接会把结果引到别处）；以前评的是另一章时拒绝（每章一个输出目录）"""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {terminal(out, 200)} 是一个文件，不是目录：请给一个输出目录。什么也没有写。")
     for name in (*OUT_DIRS, LOCK):
         path = out / name
         if path.is_symlink() or (path.exists() and name != LOCK and not path.is_dir()):
@@ -897,11 +919,13 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     students = args.personal.students if args.personal else None
     if students:
         held_why |= _held_without_file(out, meta, students, results, meta.get("doubts", {}))
-    broken = [s for s, r in results.items() if r.get("status") in (st.CRASHED, st.GRADER_ERROR)]
+        held_why |= _held_unreadable(results.values())
+    broken = [s for s, r in results.items() if r.get("status") in (st.CRASHED, st.GRADER_ERROR, st.TIMEOUT)]
     withheld = None
     if newly and len(results) >= 2 and len(broken) == len(results):  # 缓存里好的结果也算：只重评了崩溃的那几份时不算
         withheld = (
-            f"全部 {len(results)} 份都崩溃了（例如 {results[broken[0]].get('message', '')[:120]}）：多半是评分环境的问题，"
+            f"全部 {len(results)} 份都崩溃或超时了（例如 {results[broken[0]].get('message', '')[:120]}）：多半是评分环境"
+            "或时间上限（--wall、--cell-timeout）的问题，"
             "不是学生的问题，所以没有写 grades_wide.csv 和 canvas.csv；修好之后再运行会重评这些提交"
         )
     ignored = [(i["file"], i["reason"]) for i in meta["ignored"]]
@@ -959,6 +983,18 @@ def _earlier_students(out: Path, meta: dict) -> dict[str, str]:
         if isinstance(old, dict) and isinstance(old.get("roster_id") or old.get("student"), str):
             owners.setdefault(old.get("roster_id") or old["student"], str(old.get("file", "")))
     return owners
+
+
+UNGRADABLE = (st.TOO_LARGE, st.OTHER_CHAPTER, st.NOT_JSON, st.NOT_NOTEBOOK, st.UNREADABLE, st.UNRELATED)
+
+
+def _held_unreadable(results) -> dict:
+    """计入成绩的那一份根本没法评（太大、别的章、不是笔记本、读不了）：他交了，0 分不是评出来的，成绩待核对"""
+    return {
+        r["roster_id"]: f"待核对：交了文件，但{st.text(r['status'])}；请他重交，或由助教核对"
+        for r in results
+        if r.get("counted") and r.get("roster_id") and r.get("status") in UNGRADABLE
+    }
 
 
 def _held_without_file(out: Path, meta: dict, students, results: dict[str, dict], doubts: dict) -> dict:

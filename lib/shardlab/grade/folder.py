@@ -137,6 +137,7 @@ def scan(specs: list[str], skip: Path | None = None) -> Scan:
         kind = _kind(mode)
         if kind is not None:
             result.ignored.append({"file": show(rel), "reason": f"{kind}，不是普通文件；评分器不读它"})
+            result.skipped_raw.append((rel, f"{kind}，不是普通文件"))
             return
         result.found.append(Found(Path(os.fsdecode(path)), show(rel), rel, group))
 
@@ -260,6 +261,7 @@ def _walk(root: bytes, rel: bytes, depth: int, add, result: Scan, skip: bytes | 
                 _walk(root, sub, depth + 1, add, result, skip)
             else:
                 result.ignored.append({"file": show(sub), "reason": "目录太深（只看提交目录下两层）"})
+                result.skipped_raw.append((sub, "目录太深，里面的文件没有看"))
             continue
         if not _is_notebook(name):
             if name != EXPORT_METADATA:  # Gradescope 导出里的提交者名单：评分器读它，不是被忽略的文件

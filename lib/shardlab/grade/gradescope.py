@@ -562,6 +562,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--weights", type=Path, help="每道题的权重：CSV problem,weight（与 shardlab-grade 的同一个）")
     p.add_argument("--course", type=Path, help="课程目录（默认：从当前目录向上找）")
     args = p.parse_args(argv)
+    if args.out.is_dir():
+        print(
+            f"shardlab-grade gradescope：--out {args.out} 是一个目录；请给 zip 文件的路径，例如 autograder.zip",
+            file=sys.stderr,
+        )
+        return 2
     try:
         course = Course.from_option(args.course)
         out = build_zip(course, args.secret_file, args.out, args.roster, args.chapter, args.weights)

@@ -39,7 +39,10 @@ EXPORT_HOW = "Gradescope 导出的提交者"
 BY_FOLDER = "文件夹名"  # 教师自己按学生分好的文件夹
 BY_EMBEDDED_ID = "笔记本里写的学生 id"  # 只凭它认出时，评分器还要核对签名（cli._drop_unsigned_claims）
 # Canvas 的姓名部分只有字母（小写、去掉了空格与标点），用户号与提交号是数字：s005_2024_1_x 不是 Canvas 的名字
-_CANVAS = re.compile(r"^(?P<name>[^\W\d_]+)(?:_LATE)?_(?P<uid>\d{2,})_(?P<sub>\d{2,})_(?P<file>.+)$", re.IGNORECASE)
+# Canvas：<姓名>[_LATE]_<用户号>_<提交号>_<原文件名>；姓名部分不一定只有字母（可能有数字、连字符），不能含下划线
+_CANVAS = re.compile(
+    r"^(?P<name>[^\W_](?:[^\W_]|-)*)(?:_LATE)?_(?P<uid>\d{2,})_(?P<sub>\d{2,})_(?P<file>.+)$", re.IGNORECASE
+)
 _MOODLE = re.compile(r"^(?P<name>.+?)_(?P<uid>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<file>.*)$", re.IGNORECASE)
 _GRADESCOPE = re.compile(r"^submission_(?P<sub>\d+)$", re.IGNORECASE)
 MAX_METADATA_BYTES = 8 << 20
