@@ -81,7 +81,7 @@ grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "用法：make grade SUBMISSIONS=<目录或通配符> OUT=<目录>"; exit 2; }
 	$(BIN)/shardlab-grade "$(SUBMISSIONS)" --out "$(OUT)" --course . -j $(JOBS) $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(FORCE),--force) \
 		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(SECRET),--secret-file "$(SECRET)") $(if $(WEIGHTS),--weights "$(WEIGHTS)") \
-		$(if $(CANVAS_COLUMN),--canvas-column "$(CANVAS_COLUMN)")
+		$(if $(CANVAS_COLUMN),--canvas-column "$(CANVAS_COLUMN)") $(if $(ZERO_MISSING),--zero-missing)
 
 # 个人版练习：make assign ROSTER=<花名册.csv> SECRET=<密钥文件> OUT=<目录> [SOLUTIONS=1] [FORCE=1]
 assign: $(STAMP)

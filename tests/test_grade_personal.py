@@ -1450,3 +1450,49 @@ def test_a_class_that_all_timed_out_gets_no_canvas_csv(tmp_path, capsys):
     rc = cli.main([str(own), "--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file",
                    str(secret), "--chapter", "5", "--no-progress", "--sandbox", "rlimit", "--wall", "0.5"])  # fmt: skip
     assert rc == 1 and not (out / "canvas.csv").exists() and "崩溃或超时" in capsys.readouterr().err
+
+
+def test_students_without_a_file_are_blank_unless_the_class_is_confirmed_whole():
+    """以前：只给迟交的一个文件夹（半个班）输出到新目录，按时交了的学生在 canvas.csv 里是 0 分。评分器分不出这种情形，
+    所以没有文件的学生默认空着；教师确认给的是全班的提交（--zero-missing）才记 0 分"""
+    res = {"student": "s1", "roster_id": "s1", "points": 3.0, "counted": True, "problems": []}
+    _, table = outputs.rows([res], STUDENTS[:2], 5)
+    assert table[1]["status"] == outputs.NO_SUBMISSION and table[1]["blank"]
+    assert outputs.canvas_csv(table, "c").splitlines()[-1].endswith(",s2,,,")
+    pids, _ = outputs.rows([res], STUDENTS[:2], 5)
+    assert "s2,学生2," + "," * len(pids) + ",17,没有提交," in outputs.wide_csv(pids, table)
+    text = outputs.summary(table, [res], [], None)
+    assert "--zero-missing" in text and "平均分 3.00" in text
+    _, confirmed = outputs.rows([res], STUDENTS[:2], 5, zero_missing=True)
+    assert outputs.canvas_csv(confirmed, "c").splitlines()[-1].endswith(",s2,,,0")
+    assert "按 0 分算" in outputs.summary(confirmed, [res], [], None)
+
+
+def test_widespread_timeouts_withhold_the_importable_tables():
+    """以前：--cell-timeout 0.0001 时 17 分的笔记本 0 分，只因为有一份评到了一半，canvas.csv 照样写出"""
+    slow = {"status": status.GRADED, "problems": [{"status": status.TIMEOUT}]}
+    ok = {"status": status.GRADED, "problems": [{"status": status.CORRECT}]}
+    assert "超时" in cli._withheld({"a": slow, "b": slow, "c": ok}, True)
+    assert cli._withheld({"a": slow, "b": ok, "c": ok}, True) is None
+    assert cli._withheld({"a": slow, "b": slow, "c": ok}, False) is None  # 这次什么也没评：都是缓存
+    assert "崩溃" in cli._withheld({"a": {"status": status.CRASHED}, "b": {"status": status.TIMEOUT}}, True)
+
+
+def test_personal_solutions_and_the_public_exercise_hold_the_student(tmp_path):
+    """以前：学生交回自己的个人版解答（kind: solutions）被扔掉，他 0 分；用书上的参数做了网站上的公开练习的学生，
+    ta/integrity.md 说他抄了书，canvas.csv 里是 3 分"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 4, "ch05", published=False)
+    sol = json.loads((tmp_path / "assigned" / "s001" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    sol["metadata"]["shardlab"]["kind"] = "solutions"
+    (own / "s001" / "ch05_exercises.ipynb").write_text(json.dumps(sol), encoding="utf-8")
+    shutil.copy(ROOT / "exercises" / "ch05_exercises.ipynb", own / "s002" / "ch05_exercises.ipynb")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret),
+                           "--allow-blank")  # fmt: skip
+    assert "s001" in found.owned_ignored and "参考答案" in found.owned_ignored["s001"]
+    assert found.book_params == ["s002"]
+    results = [{"roster_id": "s002", "counted": True}, {"roster_id": "s003", "counted": True}]
+    assert list(cli._held_book_params(results, found.book_params)) == ["s002"]
+    report = integrity.Report([integrity.Finding("s002", "f", integrity.PUBLISHED, ["a"] * 9, 9, 9, 0.1, 1e-9, True),
+                               integrity.Finding("s002", "f", "s003", ["a"] * 9, 9, 9, 0.1, 1e-9, True)])  # fmt: skip
+    cli._not_copying_the_book(report, found.book_params)
+    assert [f.source for f in report.flagged] == ["s003"]  # 照抄同学的照样列出

@@ -103,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=per_student.MAX_FILES,
         help=f"每个学生最多评几个内容不同的文件（默认 {per_student.MAX_FILES}；超过的列在忽略的文件里，写进给教师的说明）",
     )
+    p.add_argument(
+        "--zero-missing",
+        action="store_true",
+        help="这次给的是全班的提交：花名册里没有文件、也没有疑问的学生在 canvas.csv 与 grades_wide.csv 里记 0 分"
+        "（不加时空着：只给了迟交或重评的一部分时，评分器分不出谁没交）",
+    )
     p.add_argument("--wall", type=_positive(float), default=Limits.wall_s, help="每份提交的墙钟时间上限（秒）")
     p.add_argument("--cell-timeout", type=_positive(float), default=Limits.cell_s, help="每个单元的时间上限（秒）")
     p.add_argument(
@@ -237,6 +243,10 @@ def prepare(args) -> Ready:
         for f in found.found:
             f.written_params = _written(assignment, f)
         _drop_unsigned_claims(found, args.personal.key, assignment)  # 先扔掉伪造的，再数上限：伪造的不占名额
+        book = problems.published(assignment)  # 笔记本里写的就是书上的参数：交的是网站上公开的练习
+        found.book_params = sorted(
+            {f.roster_id for f in found.found if f.written_params and not f.own_signed and f.written_params == book}
+        )
     over = per_student.limit(found, args.max_files, chapter)
     if over:
         args.roster_notes.append(
@@ -395,6 +405,8 @@ def _drop_answer_notebooks(found: Scan) -> None:
             found.ignored.append(
                 {"file": f.rel, "reason": "这是 shardlab-assign 写给教师的参考答案（solutions），不是学生的提交"}
             )
+            # 放在学生名下时他待核对
+            found.skipped_raw.append((f.raw_rel, "是写给教师的参考答案（solutions），不是练习"))
         else:
             keep.append(f)
     found.found[:] = keep
@@ -775,6 +787,7 @@ def _main_locked(args, ready: Ready, out: Path, interrupts) -> int:
                 "unidentified": found.unidentified,
                 "owned_ignored": found.owned_ignored,
                 "partial": found.partial,
+                "book_params": found.book_params,
             },
         }
         if removed:
@@ -920,24 +933,19 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     if students:
         held_why |= _held_without_file(out, meta, students, results, meta.get("doubts", {}))
         held_why |= _held_unreadable(results.values())
-    broken = [s for s, r in results.items() if r.get("status") in (st.CRASHED, st.GRADER_ERROR, st.TIMEOUT)]
-    withheld = None
-    if newly and len(results) >= 2 and len(broken) == len(results):  # 缓存里好的结果也算：只重评了崩溃的那几份时不算
-        withheld = (
-            f"全部 {len(results)} 份都崩溃或超时了（例如 {results[broken[0]].get('message', '')[:120]}）：多半是评分环境"
-            "或时间上限（--wall、--cell-timeout）的问题，"
-            "不是学生的问题，所以没有写 grades_wide.csv 和 canvas.csv；修好之后再运行会重评这些提交"
-        )
+        held_why |= _held_book_params(results.values(), meta.get("doubts", {}).get("book_params", []))
+    withheld = _withheld(results, bool(newly))
     ignored = [(i["file"], i["reason"]) for i in meta["ignored"]]
     try:
         evidence = None
         if args.personal is not None and ctx.chapter is not None:
             counted = [r for r in results.values() if r.get("counted")]
             evidence = integrity.analyze(counted, args.personal.key.values, f"ch{ctx.chapter:02d}")
+            _not_copying_the_book(evidence, meta.get("doubts", {}).get("book_params", []))
         overview = outputs.write_all(
             out, list(results.values()), students, ctx.chapter, ignored, report.atomic_write,
             args.canvas_column, args.weight_map, evidence, meta.get("roster_notes", []), interrupted,
-            {f.roster_id or f.sid for f in todo if f.sid not in results}, held_why, withheld,
+            {f.roster_id or f.sid for f in todo if f.sid not in results}, held_why, withheld, args.zero_missing,
         )  # fmt: skip
     except Exception as exc:  # noqa: BLE001  汇总写不出来不影响已经写出的成绩册
         overview = f"评分器：写汇总（grades_wide.csv、canvas.csv、summary.md、ta/）失败：{terminal(exc)}"
@@ -995,6 +1003,46 @@ def _held_unreadable(results) -> dict:
         for r in results
         if r.get("counted") and r.get("roster_id") and r.get("status") in UNGRADABLE
     }
+
+
+def _withheld(results: dict[str, dict], graded_now: bool) -> str | None:
+    """不写能导入的成绩表（grades_wide.csv、canvas.csv）的原因：全部崩溃或超时、或一大半超时，多半是评分环境或时间上限的问题，
+    不是学生的问题（以前照样写 canvas.csv，全班 0 分）。只重评了缓存之外的几份时不算（缓存里好的结果也在 results 里）"""
+    if not graded_now or len(results) < 2:
+        return None
+    broken = [s for s, r in results.items() if r.get("status") in (st.CRASHED, st.GRADER_ERROR, st.TIMEOUT)]
+    if len(broken) == len(results):
+        return (
+            f"全部 {len(results)} 份都崩溃或超时了（例如 {results[broken[0]].get('message', '')[:120]}）：多半是评分环境"
+            "或时间上限（--wall、--cell-timeout）的问题，不是学生的问题，所以没有写 grades_wide.csv 和 canvas.csv；"
+            "修好之后再运行会重评这些提交"
+        )
+    timeouts = [s for s, r in results.items() if timed_out(r)]
+    if len(timeouts) > len(results) / 2:
+        return (
+            f"{len(timeouts)} / {len(results)} 份提交有超时：多半是 --wall 或 --cell-timeout 给得太小（或机器太忙），"
+            "所以没有写 grades_wide.csv 和 canvas.csv；放宽上限后再运行会重评超时的提交"
+        )
+    return None
+
+
+def _held_book_params(results, book_users: list[str]) -> dict:
+    """计入成绩的那一份写着书上的参数（没有签名）：他做的是网站上公开的练习，不是发给他的个人版。按他的参数判几乎全错，
+    但这不是评出来的分数：成绩待核对（让他用自己的个人版重做，或由教师决定按书上的参数给分）"""
+    return {
+        r[
+            "roster_id"
+        ]: "待核对：交的是网站上公开的练习（笔记本里是书上的参数），不是发给他的个人版；请他用自己的个人版重做"
+        for r in results
+        if r.get("counted") and r.get("roster_id") in book_users
+    }
+
+
+def _not_copying_the_book(evidence: integrity.Report, book_users: list[str]) -> None:
+    """用书上的参数做公开的练习，答案自然等于书上的答案：这不是抄袭的证据（以前列在 ta/integrity.md 的“需要核对”里）"""
+    for finding in evidence.findings:
+        if finding.student in book_users and finding.source == integrity.PUBLISHED:
+            finding.flagged = False
 
 
 def _held_without_file(out: Path, meta: dict, students, results: dict[str, dict], doubts: dict) -> dict:

@@ -10,7 +10,7 @@
   与谁的答案相同；每份提交与每位同学（或发布版）之间的证据（规则见 ``shardlab.grade.integrity``）。
 
 只导出这一次运行找到的提交（缓存的结果也算）；以前运行过、这次没有列出的提交不进任何汇总。
-有花名册时每个学生都有一行（没有提交的记 0 分、状态“没有提交”）；没有花名册时每份提交一行。
+有花名册时每个学生都有一行（没有提交的状态“没有提交”，分数空着，--zero-missing 时记 0 分）；没有花名册时每份提交一行。
 所有 CSV 都是 UTF-8 带 BOM（Excel 直接打开不乱码），单元格经过 ``csv_cell``（不会被当成公式）。
 """
 
@@ -117,7 +117,13 @@ GROUP = "group"
 
 
 def rows(
-    results: list[dict], roster_students=None, chapter=None, weights=None, pending=frozenset(), held=frozenset()
+    results: list[dict],
+    roster_students=None,
+    chapter=None,
+    weights=None,
+    pending=frozenset(),
+    held=frozenset(),
+    zero_missing: bool = False,
 ) -> tuple[list[str], list[dict]]:
     """(题目 id 列表, 每个学生一行)：{'id','name','status','points':{题: 分},'total','max','file','held'}
 
@@ -154,15 +160,25 @@ def rows(
         total = float(res["points"]) if res is not None else 0.0
         if sid in held:
             status = held[sid] if isinstance(held, Mapping) else HELD
+        # blank：可以导入的表（canvas.csv、grades_wide.csv）里不给分：待核对的，和没有文件的（除非教师确认这次是全班的提交）
+        blank = sid in held or (status == NO_SUBMISSION and not zero_missing)
         out.append({"id": sid, "name": name, "status": status, "points": points, "total": total, "max": maximum,
-                    "file": file, "held": sid in held})  # fmt: skip
+                    "file": file, "held": sid in held, "blank": blank})  # fmt: skip
     return pids, out
 
 
 def wide_csv(pids: list[str], table: list[dict]) -> str:
     header = ["id", "name", *pids, "total", "max", "status", "file"]
     body = [
-        [r["id"], r["name"], *(r["points"][p] for p in pids), r["total"], r["max"], r["status"], r["file"]]
+        [
+            r["id"],
+            r["name"],
+            *("" if r.get("blank") else r["points"][p] for p in pids),
+            "" if r.get("blank") else r["total"],
+            r["max"],
+            r["status"],
+            r["file"],
+        ]  # fmt: skip
         for r in table
     ]
     return csv_text(header, body)
@@ -171,14 +187,16 @@ def wide_csv(pids: list[str], table: list[dict]) -> str:
 def canvas_csv(table: list[dict], column: str) -> str:
     maximum = table[0]["max"] if table else 0.0
     body = [["    Points Possible", "", "", "", "", float(maximum)]]
-    body += [[r["name"] or r["id"], "", r["id"], "", "", "" if r.get("held") else r["total"]] for r in table]
+    body += [
+        [r["name"] or r["id"], "", r["id"], "", "", "" if r.get("blank", r.get("held")) else r["total"]] for r in table
+    ]
     return csv_text(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column], body)
 
 
 def summary(
     table: list[dict], results: list[dict], ignored: list[tuple[str, str]], integrity: Report | None, notes=()
 ) -> str:
-    totals = [r["total"] for r in table]
+    totals = [r["total"] for r in table if not r.get("blank")]  # 待核对、空着的不算进平均分
     maximum = max((r["max"] for r in table), default=0)
     lines = ["# 评分概况", ""]
     if notes:
@@ -190,7 +208,12 @@ def summary(
     )
     if totals:
         nobody = sum(r["status"] == NO_SUBMISSION for r in table)
-        zero = f"；没有提交的 {nobody} 人按 0 分算" if nobody else ""
+        zeroed = any(r["status"] == NO_SUBMISSION and not r.get("blank") for r in table)
+        zero = (
+            (f"；没有提交的 {nobody} 人按 0 分算" if zeroed else f"；没有提交的 {nobody} 人不算在内") if nobody else ""
+        )
+        waiting = sum(bool(r.get("held")) for r in table)
+        zero += f"；待核对的 {waiting} 人不算在内" if waiting else ""
         lines.append(
             f"- 平均分 {statistics.mean(totals):.2f}，中位数 {statistics.median(totals):g}（满分 {_num(maximum)}{zero}）"
         )
@@ -218,9 +241,15 @@ def summary(
     if waiting:
         lines += ["", f"## 待核对（{len(waiting)} 人，canvas.csv 里不给分）", ""]
         lines += [f"- {md_code(r['id'])}：{md_inline(r['status'])}" for r in waiting]
-    missing = [r["id"] for r in table if r["status"] == NO_SUBMISSION]
+    missing = [r for r in table if r["status"] == NO_SUBMISSION]
     if missing:
-        lines += ["", f"## 没有提交（{len(missing)} 人）", "", "、".join(md_code(m) for m in missing)]
+        lines += ["", f"## 没有提交（{len(missing)} 人）", "", "、".join(md_code(m["id"]) for m in missing)]
+        if any(m.get("blank") for m in missing):
+            lines += [
+                "",
+                "他们在 canvas.csv 与 grades_wide.csv 里空着：评分器不知道这次给的是不是全班的提交"
+                "（只给了迟交的、重评的一部分时，他们其实交过）。确认是全班的提交后，加 --zero-missing 重新运行，记 0 分。",
+            ]
     if integrity is not None:
         lines += ["", "## 需要核对的提交", ""]
         n = len({f.student for f in integrity.flagged})
@@ -354,10 +383,11 @@ def write_all(
     pending=frozenset(),
     held=frozenset(),
     withheld=None,
+    zero_missing=False,
 ):
     """写出 grades_wide.csv、canvas.csv、summary.md（和有花名册时的 ta/ 三个文件）；write(path, text, mode=None) 是原子写。
     withheld：不写能导入的成绩表的原因（例如这次评的全部崩溃了）"""
-    pids, table = rows(results, roster_students, chapter, weights, pending, held)
+    pids, table = rows(results, roster_students, chapter, weights, pending, held, zero_missing)
     if interrupted or withheld:  # 没评完：不给能导入的成绩表（以前：没评到的学生在 canvas.csv 里是 0 分、“没有提交”）
         for name in ("grades_wide.csv", "canvas.csv"):
             (out / name).unlink(missing_ok=True)
