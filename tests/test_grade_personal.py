@@ -1496,3 +1496,12 @@ def test_personal_solutions_and_the_public_exercise_hold_the_student(tmp_path):
                                integrity.Finding("s002", "f", "s003", ["a"] * 9, 9, 9, 0.1, 1e-9, True)])  # fmt: skip
     cli._not_copying_the_book(report, found.book_params)
     assert [f.source for f in report.flagged] == ["s003"]  # 照抄同学的照样列出
+
+
+def test_one_stray_notebook_of_another_chapter_does_not_let_a_wrong_chapter_through(tmp_path):
+    """以前：第 5 章的作业里混进一份第 6 章的笔记本，--chapter 6 的笔误就评下去了，全班都成了“别的章的练习”"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 4, "ch05", published=False)
+    shutil.copy(ROOT / "exercises" / "ch06_exercises.ipynb", own / "s003" / "hw6.ipynb")
+    with pytest.raises(cli.UsageError, match="只有 1 名学生交了第 6 章的练习，3 名交的是别的章"):
+        _prepare(tmp_path, own, "--chapter", "6", "--roster", str(roster_path), "--secret-file", str(secret))
+    _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))

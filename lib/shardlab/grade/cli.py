@@ -683,6 +683,17 @@ def _choose_chapter(found: list[Found], explicit: int | None) -> int | None:
                 f"这些提交都是第 {'、'.join(map(str, seen))} 章的练习，没有一份是第 {explicit} 章的：--chapter {explicit} 对吗？"
                 "什么也没有写。"
             )
+        # 按学生数：一份放错或别人放进来的第 6 章笔记本，不能让 --chapter 6 的笔误评下去（全班都成了“别的章”）
+        owners: dict[int, set] = {}
+        for f in found:
+            if f.peek is not None and f.peek.chapter is not None:
+                owners.setdefault(f.peek.chapter, set()).add(per_student.student_of(f))
+        mine, others = len(owners.get(explicit, ())), len(set().union(*owners.values()) - owners.get(explicit, set()))
+        if others >= 2 and others > 2 * mine:
+            raise UsageError(
+                f"只有 {mine} 名学生交了第 {explicit} 章的练习，{others} 名交的是别的章：--chapter {explicit} 对吗？"
+                "什么也没有写。（确实是这一章时，把别的章的文件移出提交目录再评）"
+            )
         return explicit
     seen: dict[int, list[str]] = {}
     for f in found:
