@@ -333,3 +333,134 @@ def test_chapter_does_not_claim_the_fsdp_scenario_always_gives_the_green_line():
     text = (Path(__file__).resolve().parent.parent / "book" / "ch06_sharded_matmul.md").read_text(encoding="utf-8")
     assert "FSDP 场景给出的正是图中绿线的数" not in text
     assert "只比三种固定的做法" in text
+
+
+def _split_by_enumeration(mesh: dict, axes: list[str], g: int) -> list[list[int]]:
+    """独立地数每组在各节点里有几个设备（行优先编号，np.arange）"""
+    import numpy as np
+
+    ids = np.arange(math.prod(mesh.values())).reshape(tuple(mesh.values()))
+    keep = [list(mesh).index(a) for a in axes]
+    other = [i for i in range(ids.ndim) if i not in keep]
+    groups = np.transpose(ids, other + keep).reshape(-1, math.prod(mesh[a] for a in axes))
+    return [np.unique(row // g, return_counts=True)[1].tolist() for row in groups]
+
+
+@pytest.mark.parametrize(
+    ("mesh", "axes", "g"),
+    [
+        ({"X": 16, "Y": 16}, ["X"], 72),
+        ({"X": 16, "Y": 16}, ["Y"], 72),
+        ({"X": 16, "Y": 16}, ["X"], 8),
+        ({"X": 8, "Y": 16}, ["X"], 72),
+        ({"X": 4, "Y": 4}, ["X"], 8),
+        ({"X": 4, "Y": 4, "Z": 4}, ["Y"], 72),
+        ({"X": 64}, ["X"], 72),
+    ],
+)
+def test_axis_placement_reports_the_real_split(mesh, axes, g):
+    """每个节点里的组内设备数是一个范围（GB200 的 72 不能整除 16 时不一样多），与逐个数出的相同"""
+    splits = _split_by_enumeration(mesh, axes, g)
+    spread = [s for s in splits if len(s) > 1] or splits
+    got = explorer.axis_placement(mesh, axes, g)
+    assert (got["per_node"], got["per_node_max"]) == (min(map(min, spread)), max(map(max, spread)))
+
+
+def test_gb200_strided_axis_states_the_uneven_split():
+    """GB200，16×16，轴 X：第一组在四个 NVLink 域里是 5、4、5、2 个，不能写成“每个 NVLink 域里 2 个”"""
+    assert _split_by_enumeration({"X": 16, "Y": 16}, ["X"], 72)[0] == [5, 4, 5, 2]
+    state = explorer.collective_state("gb200", "all_gather", 1e9, axes=["X"], mesh={"X": 16, "Y": 16})
+    assert "每个 NVLink 域里 2–5 个，不一样多" in state["where"]
+    assert "每个 NVLink 域里 2 个" not in state["where"]
+
+
+def test_strided_gpu_axis_says_how_much_slower_across_nodes():
+    """H100，16×16，轴 X：每组 16 个 GPU 各在一个节点，经 50 GB/s 的网卡交换：约 18.8 ms，约为按连续放置的 10 倍"""
+    h100 = hardware.get_chip("h100")
+    v = 1e9
+    x = explorer.collective_state("h100", "all_gather", v, axes=["X"], mesh={"X": 16, "Y": 16})
+    y = explorer.collective_state("h100", "all_gather", v, axes=["Y"], mesh={"X": 16, "Y": 16})
+    assert x["time_s"] == y["time_s"]  # cost.estimate 只看 GPU 个数
+    # 跨节点模型：G = 1（每节点一个组内 GPU），M = 16，W_node = 1 块网卡
+    by_hand = cost.gpu_allgather_cross_node(v, 1, 16, h100.nvlink_bw_per_direction, h100.ib_bw_per_gpu)
+    by_hand += cost.gpu_ring_latency("all_gather", 16, 1, h100)
+    assert math.isclose(x["cross_node_time_s"], by_hand, rel_tol=1e-12)
+    assert 18e-3 < x["cross_node_time_s"] < 19.5e-3 and x["cross_node_time_s"] > 9 * x["time_s"]
+    assert x["optimistic"] and "⚠" in x["summary"] and units.fmt_time(by_hand) in x["summary"]
+    assert units.fmt_time(by_hand) in x["where"] and "倍" in x["where"]
+    assert not y["optimistic"] and y["cross_node_time_s"] is None and "⚠" not in y["summary"]
+
+
+def test_cross_node_time_equals_the_library_formula_when_the_split_is_even():
+    h100 = hardware.get_chip("h100")
+    w, nic = h100.nvlink_bw_per_direction, h100.ib_bw_per_gpu
+    for n, k in [(4, 2), (16, 1), (16, 4), (64, 8)]:
+        m = n // k
+        lib = {
+            "all_gather": cost.gpu_allgather_cross_node(1e8, k, m, w, k * nic),
+            "reduce_scatter": cost.gpu_reducescatter_cross_node(1e8, k, m, w, k * nic),
+            "all_reduce": cost.gpu_allreduce_cross_node(1e8, k, m, w, k * nic),
+            "all_to_all": cost.gpu_alltoall_cross_node(1e8, m, k * nic),
+        }
+        for coll, t_bw in lib.items():
+            got = explorer.cross_node_time(coll, 1e8, n, k, "h100")
+            assert math.isclose(got, t_bw + cost.gpu_ring_latency(coll, n, k, h100), rel_tol=1e-12), (n, k, coll)
+
+
+def test_sharding_state_marks_steps_whose_axis_leaves_a_node():
+    """第 6 章，H100，X=4、Y=4，FSDP + 张量并行：X 的一组 {0, 4, 8, 12} 分在 2 个节点里，AllGather_X(W) 偏乐观"""
+    h100 = hardware.get_chip("h100")
+    state = explorer.sharding_state(65536, 8192, 32768, "h100", {"X": 4, "Y": 4}, scenario="fsdp_tp")
+    assert "X：4 个 GPU，每组分在 2 个节点里（每个节点里 2 个）⚠" in state["topology_text"]
+    assert "Y：4 个 GPU，每组都在同一个节点里" in state["topology_text"] and state["topology_warning"]
+    best = state["options"][state["chosen"]]
+    [step] = best["steps"]
+    assert best["label"].startswith("AllGather_X(W)") and step["axes"] == ["X"]
+    by_hand = cost.gpu_allgather_cross_node(step["nbytes"], 2, 2, h100.nvlink_bw_per_direction, 2 * h100.ib_bw_per_gpu)
+    by_hand += cost.gpu_ring_latency("all_gather", 4, 2, h100)
+    assert math.isclose(step["cross_node_time_s"], by_hand, rel_tol=1e-12) and by_hand > 2 * step["time_s"]
+    assert "⚠" in best["warn_text"] and units.fmt_time(by_hand) in best["warn_text"] and "⚠" in state["summary"]
+    # Y 在节点内：只经过 Y 的步骤不标
+    for o in state["options"]:
+        if all(s["axes"] == ["Y"] for s in o["steps"]):
+            assert not o["warn_text"]
+    inside = explorer.sharding_state(65536, 8192, 32768, "h100", {"X": 2, "Y": 4}, scenario="fsdp_tp")
+    assert not inside["topology_warning"] and not any(o["warn_text"] for o in inside["options"])
+
+
+def test_sharding_state_states_the_tpu_wraparound_per_axis():
+    v5p = explorer.sharding_state(1024, 8192, 32768, "v5p", {"Y": 4}, scenario="fsdp")
+    v5e = explorer.sharding_state(1024, 8192, 32768, "v5e", {"Y": 4}, scenario="fsdp")
+    assert "Y：4 个设备，有回绕" in v5p["topology_text"] and "切片 4×4×4" in v5p["topology_text"]
+    assert "Y：4 个设备，无回绕" in v5e["topology_text"]
+
+
+def test_figure_text_says_the_approach_and_only_quotes_the_figure_on_its_settings():
+    on = explorer.sharding_state(65536, 8192, 32768, "v5p", {"Y": 4}, scenario="fsdp")
+    off = explorer.sharding_state(65536, 8192, 32768, "h100", {"Y": 4}, scenario="fsdp")
+    for state in (on, off):
+        assert state["figure_text"].startswith("图中绿线所代表的做法（FSDP：收集权重）是")
+    assert "就是图中这条线在 B = 65,536 处的数" in on["figure_text"]
+    assert "图中这条线" not in off["figure_text"] and "与图不同" in off["figure_text"]
+    other_d = explorer.sharding_state(65536, 4096, 32768, "v5p", {"Y": 4}, scenario="fsdp")
+    assert "与图不同" in other_d["figure_text"]
+
+
+def test_alltoall_formula_defines_w_i_with_its_values():
+    """多轴 AllToAll 的公式里的 W_i：有回绕的轴取 W_双向，写出值（v5e 16×16：90 GB/s）"""
+    state = explorer.collective_state("v5e", "all_to_all", 2**30, axes=["X", "Y"], mesh=V5E_MESH)
+    text = state["formula_text"]
+    assert "W_i 是第 i 条轴" in text and "X：W_双向 = 90 GB/s（有回绕）" in text
+    line = explorer.collective_state("v5e", "all_to_all", 2**30, axes=["X", "Y"], mesh={"X": 8, "Y": 16})
+    assert "X：W_单向 = 45 GB/s（无回绕）" in line["formula_text"] and "Y：W_双向" in line["formula_text"]
+
+
+def test_tpu_where_mentions_lines_only_when_there_is_one():
+    ring = explorer.collective_state("v5p", "all_gather", 1e6, axes=["X", "Y", "Z"], mesh={"X": 4, "Y": 4, "Z": 4})
+    assert "线形" not in ring["where"]
+    line = explorer.collective_state("v5e", "all_gather", 1e9, axes=["X"], mesh={"X": 4, "Y": 4})
+    v5e = hardware.get_chip("v5e")
+    factor = cost.allgather_line(1e9, 4, v5e.ici_oneway_bw, v5e.hop_latency) / cost.allgather_bidir_ring(
+        1e9, 4, v5e.ici_bidir_bw, v5e.hop_latency
+    )
+    assert math.isclose(factor, 1.5, rel_tol=1e-3) and f"慢约 {units.fmt_num(factor)} 倍" in line["where"]

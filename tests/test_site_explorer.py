@@ -424,3 +424,41 @@ def test_slow_start_shows_progress_and_warns_only_while_stalled(explorer_site, c
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+@slow
+def test_after_the_download_it_says_compiling_not_a_server_problem(explorer_site, chromium):
+    """字节都到了以后只剩编译（慢的机器上要十几秒）：状态行说“正在编译（下载已完成）”，不提网络或 MIME 类型"""
+    from playwright.sync_api import sync_playwright
+
+    with site_check.SiteServer(explorer_site) as server, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=site_check.CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.add_init_script("window.SHARDLAB_EXPLORER_STALL_MS = 300;")
+            page.goto(server.base + "index.html", wait_until="load")
+            sel = ".shardlab-explorer[data-kind=collectives]"
+            page.evaluate(
+                """sel => { window._statuses = []; const r = document.querySelector(sel);
+                const s = r.querySelector('.shardlab-explorer-status');
+                new MutationObserver(() => window._statuses.push([s.textContent, r.className])).observe(
+                  s, {childList: true, characterData: true, subtree: true}); }""",
+                sel,
+            )
+            page.locator(sel).locator(".shardlab-explorer-button").click()
+            page.wait_for_function(
+                f"['is-ready', 'is-failed'].some(c => document.querySelector('{sel}').classList.contains(c))",
+                timeout=180_000,
+            )
+            statuses = page.evaluate("window._statuses")
+            texts = [t for t, _ in statuses]
+            compiling = [i for i, t in enumerate(texts) if "正在编译（下载已完成）" in t]
+            assert compiling and "100%" in texts[compiling[0]], texts
+            step2 = next(i for i, t in enumerate(texts) if "第 2 步" in t)
+            between = statuses[compiling[0] : step2]
+            assert not any("没有进展" in t or "application/wasm" in t for t, _ in between), between
+            assert not any("is-slow" in c for _, c in between), between
+            # 第 2 步只数这一步下载的 shardlab-core.zip，不带着第 1 步的计数
+            assert not any("第 2 步" in t and "12." in t for t in texts), texts
+        finally:
+            browser.close()

@@ -10,7 +10,7 @@
 ``_static/pyodide/`` 里的运行时与 ``shardlab-core.zip``，每次改动控件都调用 ``shardlab.explorer``
 （与笔记本里调用的是同一份代码），把结果写进元素的 ``data-state``（JSON）再画出来。
 
-构建结束时复制进网站（约 14 MB）：
+构建结束时复制进网站（约 14 MB；读者点“启动”后要下载的字节数由 download_bytes 算出，写在“启动”旁）：
 
 - ``_static/pyodide/``：锁定版本（package.json）的 pyodide.js / pyodide.mjs、pyodide.asm.mjs（旧版本叫 pyodide.asm.js）、
   pyodide.asm.wasm、python_stdlib.zip、pyodide-lock.json，以及 NOTICE（Pyodide 的 MPL-2.0 与 CPython 的 PSF 许可证）；
@@ -79,6 +79,26 @@ def runtime_files(pyodide_dir: Path = PYODIDE_DIR) -> list[Path]:
             raise RuntimeError(f"node_modules/pyodide 里没有 {' 或 '.join(names)}；删除 node_modules 后重新构建")
         found.append(path)
     return found
+
+
+# 启动时浏览器下载的文件（pyodide.js 与 NOTICE 不下载）
+DOWNLOADED = (
+    "pyodide.mjs",
+    "pyodide.asm.mjs",
+    "pyodide.asm.js",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "pyodide-lock.json",
+)
+
+
+def download_bytes() -> int | None:
+    """点“启动”后浏览器要下载的字节数（构建时由要复制的文件算出）；没有 node_modules/pyodide 时为 None"""
+    try:
+        files = runtime_files()
+    except RuntimeError:
+        return None
+    return sum(p.stat().st_size for p in files if p.name in DOWNLOADED) + len(core_zip())
 
 
 def core_zip() -> bytes:
@@ -206,12 +226,14 @@ def widget_html(kind: str) -> str:
         ]
     else:
         raise ValueError(f"未知的探索器 {kind!r}：可选 {', '.join(KINDS)}")
+    total = download_bytes()
+    size = f"，约 {total / 1e6:.1f} MB" if total else ""
     return (
         f'<div class="shardlab-explorer" data-kind="{kind}" data-state="">'
         f'<div class="shardlab-explorer-title">{html.escape(title)}</div>'
         '<div class="shardlab-explorer-start"><button type="button" class="shardlab-explorer-button">'
         '启动交互探索器</button> <span class="shardlab-explorer-status" role="status">'
-        "点“启动”后才在浏览器里加载 Python（Pyodide，约 14 MB）：同一页上的探索器共用这一份；"
+        f"点“启动”后才在浏览器里加载 Python（Pyodide{size}）：同一页上的探索器共用这一份；"
         "刷新或换到别的页要重新加载（下载的文件通常有浏览器缓存）。加载在后台进行，不影响阅读。</span></div>"
         f'<form class="shardlab-explorer-controls" onsubmit="return false">{"".join(controls)}</form>'
         '<div class="shardlab-explorer-output" aria-live="polite"></div>'

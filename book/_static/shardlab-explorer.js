@@ -3,6 +3,8 @@
 // 显示的数字（包括刻度与滑块旁的值）都是 explorer 用 shardlab.units 写好的文字；这里只负责画。
 // 启动前不加载运行时的任何文件；file:// 打开或 .wasm 的 MIME 类型不对时几秒内用中文说明怎么办。
 // 下载时状态行显示已下载的字节数；只有一段时间（STALL_MS）没有任何进展才提示“加载比预期慢”，之后进展照常显示。
+// 运行时的字节都到了之后（COMPILED_AFTER 里的文件都下载完）只剩编译：状态行说“正在编译（下载已完成）”，
+// 不再提示网络或服务器的问题，过了 2 × STALL_MS 才温和地说一句“仍在编译”。
 (() => {
   "use strict";
   const script = document.currentScript;
@@ -11,8 +13,10 @@
   const COLORS = { all_gather: "#1f77b4", reduce_scatter: "#2ca02c", all_reduce: "#d62728", all_to_all: "#9467bd" };
   const NAMES = { all_gather: "AllGather", reduce_scatter: "ReduceScatter", all_reduce: "AllReduce", all_to_all: "AllToAll" };
   const BAR_COLORS = { math: "#1f77b4", comms: "#ff7f0e" };
+  const COMPILED_AFTER = ["pyodide.asm.wasm", "python_stdlib.zip"]; // 这些下载完，第 1 步只剩编译
   let runtime = null; // Promise：调用 Python 的函数（异步，经 Worker）
   let progressAt = 0; // 上一次有进展（新的字节或步骤）的时刻
+  let downloaded = false; // 第 1 步的文件都下载完了（只剩编译）
 
   class ExplorerError extends Error {}
 
@@ -76,7 +80,7 @@ function watchWasm() {
   return () => { self.fetch = realFetch; };
 }
 async function boot(base) {
-  postMessage({ type: "progress", step: 1, text: "第 1 步（共 3 步）：正在下载并编译 Python 运行时（Pyodide，约 14 MB）……" });
+  postMessage({ type: "progress", step: 1, text: "第 1 步（共 3 步）：正在下载并编译 Python 运行时（Pyodide）……" });
   const { loadPyodide } = await import(base + "pyodide.mjs");
   const restore = watchWasm();
   let py;
@@ -149,11 +153,18 @@ self.onmessage = async (event) => {
         const msg = event.data;
         if (msg.type === "progress") {
           stepText = msg.text;
+          files.clear(); // 每一步只数这一步下载的文件
+          downloaded = false;
           onProgress(stepText);
         } else if (msg.type === "bytes") {
           files.set(msg.file, msg);
-          const step1 = stepText.replace(/……$/, "");
-          onProgress(step1 ? `${step1}：${bytesText(files)}` : bytesText(files));
+          const step = stepText.replace(/……$/, "");
+          const text = step ? `${step}：${bytesText(files)}` : bytesText(files);
+          downloaded =
+            stepText.startsWith("第 1 步") &&
+            COMPILED_AFTER.every((name) => files.has(name) && files.get(name).done) &&
+            [...files.values()].every((f) => f.done);
+          onProgress(downloaded ? `${text}。正在编译（下载已完成）……` : text);
         }
         if (msg.type === "problem") onProblem(msg.text);
         else if (msg.type === "failed") reject(new ExplorerError(msg.text));
@@ -255,7 +266,7 @@ self.onmessage = async (event) => {
   }
 
   function plot(state) {
-    const W = 480, H = 320, L = 92, R = 20, T = 14, B = 64;
+    const W = 480, H = 340, L = 96, R = 20, T = 14, B = 80;
     const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "shardlab-explorer-plot" });
     const xs = state.curve.nbytes;
     const yt = state.y_ticks;
@@ -267,7 +278,7 @@ self.onmessage = async (event) => {
     // 横轴每个十倍都画网格线，文字隔一个写一个（手机上也不重叠）
     state.x_ticks.forEach(([v, label], i) => {
       svg.append(el("line", { svg: 1, x1: px(v), x2: px(v), y1: T, y2: H - B, class: "grid" }));
-      if (i % 2 === 0) svg.append(el("text", { svg: 1, x: px(v), y: H - B + 32, "text-anchor": "middle" }, label));
+      if (i % 2 === 0) svg.append(el("text", { svg: 1, x: px(v), y: H - B + 36, "text-anchor": "middle" }, label));
     });
     for (const [t, label] of yt) {
       svg.append(el("line", { svg: 1, x1: L, x2: W - R, y1: py(t), y2: py(t), class: "grid" }));
@@ -276,7 +287,7 @@ self.onmessage = async (event) => {
     svg.append(el("text", { svg: 1, x: (L + W - R) / 2, y: H - 8, "text-anchor": "middle", class: "axis-title" }, "数组大小 V（字节，对数刻度）"));
     const yMid = (T + H - B) / 2;
     svg.append(
-      el("text", { svg: 1, x: 18, y: yMid, "text-anchor": "middle", transform: `rotate(-90 18 ${yMid})`, class: "axis-title" }, "时间（秒，对数刻度）"),
+      el("text", { svg: 1, x: 18, y: yMid, "text-anchor": "middle", transform: `rotate(-90 18 ${yMid})`, class: "axis-title" }, "时间（对数刻度）"),
     );
     // 选中的集合通信最后画，压在同样时间的曲线上面
     const order = Object.keys(state.curve.time_s).sort((a, b) => (a === state.collective) - (b === state.collective));
@@ -320,7 +331,7 @@ self.onmessage = async (event) => {
   function barChart(state) {
     const rows = state.chart.rows;
     const ticks = state.chart.ticks;
-    const W = 480, L = 44, R = 86, T = 8, row = 30, B = 34;
+    const W = 480, L = 44, R = 92, T = 8, row = 32, B = 60;
     const H = T + rows.length * row + B;
     const max = ticks[ticks.length - 1][0] || 1;
     const px = (t) => L + (t / max) * (W - L - R);
@@ -328,15 +339,16 @@ self.onmessage = async (event) => {
     svg.append(el("title", { svg: 1 }, "前几种做法的 T_math（蓝）与 T_comms（橙），首尾相接就是总时间"));
     for (const [t, label] of ticks) {
       svg.append(el("line", { svg: 1, x1: px(t), x2: px(t), y1: T, y2: H - B, class: "grid" }));
-      svg.append(el("text", { svg: 1, x: px(t), y: H - B + 19, "text-anchor": "middle" }, label));
+      svg.append(el("text", { svg: 1, x: px(t), y: H - B + 21, "text-anchor": "middle" }, label));
     }
+    svg.append(el("text", { svg: 1, x: (L + W - R) / 2, y: H - 8, "text-anchor": "middle", class: "axis-title" }, "时间（T_math + T_comms，线性刻度）"));
     rows.forEach((i, r) => {
       const o = state.options[i];
       const y = T + r * row + 5;
-      svg.append(el("text", { svg: 1, x: L - 8, y: y + 15, "text-anchor": "end", class: i === state.chosen ? "chosen" : "" }, `#${i + 1}`));
+      svg.append(el("text", { svg: 1, x: L - 8, y: y + 16, "text-anchor": "end", class: i === state.chosen ? "chosen" : "" }, `#${i + 1}`));
       svg.append(el("rect", { svg: 1, x: px(0), y, width: Math.max(0, px(o.t_math) - px(0)), height: row - 10, fill: BAR_COLORS.math }));
       svg.append(el("rect", { svg: 1, x: px(o.t_math), y, width: Math.max(0, px(o.t_total) - px(o.t_math)), height: row - 10, fill: BAR_COLORS.comms }));
-      svg.append(el("text", { svg: 1, x: px(o.t_total) + 6, y: y + 15, class: i === state.chosen ? "chosen" : "" }, o.t_total_text));
+      svg.append(el("text", { svg: 1, x: px(o.t_total) + 6, y: y + 16, class: i === state.chosen ? "chosen" : "" }, (o.warn_text ? "⚠" : "") + o.t_total_text));
     });
     return svg;
   }
@@ -359,8 +371,11 @@ self.onmessage = async (event) => {
     label.append(labelNode(o.label));
     if (line) label.append(el("span", { class: "line" }, `← ${line.line}`));
     if (group && group.members.length > 1) label.append(el("span", { class: "more" }, `（同样的通信组合另有 ${group.members.length - 1} 种）`));
+    if (o.warn_text) label.append(el("span", { class: "warn" }, o.warn_text));
     row.append(el("td", { class: "num" }, `#${i + 1}`), label);
-    for (const text of [o.t_math_text, o.t_comms_text, o.t_total_text]) row.append(el("td", { class: "time" }, text));
+    // 偏乐观的时间（组跨节点而代价模型按连续放置算）前面标 ⚠，说明在做法一栏
+    const mark = o.warn_text ? "⚠" : "";
+    for (const text of [o.t_math_text, mark + o.t_comms_text, mark + o.t_total_text]) row.append(el("td", { class: "time" }, text));
     return row;
   }
 
@@ -390,7 +405,9 @@ self.onmessage = async (event) => {
     const layout = el("p", { class: "shardlab-explorer-layout" });
     layout.append(el("strong", {}, "假设的分片："), document.createTextNode(state.layout));
     if (state.unused_axes_text) layout.append(document.createTextNode(state.unused_axes_text));
-    out.append(layout, el("p", { class: "shardlab-explorer-summary" }, `${state.summary}（${state.chip}）`));
+    const topo = el("p", { class: state.topology_warning ? "shardlab-explorer-where is-warning" : "shardlab-explorer-where" });
+    topo.append(el("strong", {}, "假设的拓扑："), document.createTextNode(state.topology_text));
+    out.append(layout, topo, el("p", { class: "shardlab-explorer-summary" }, `${state.summary}（${state.chip}）`));
     const legend = el("p", { class: "shardlab-explorer-legend" });
     for (const [key, name] of [["math", "T_math（计算）"], ["comms", "T_comms（通信）"]]) {
       const item = el("span", {}, name);
@@ -462,6 +479,13 @@ self.onmessage = async (event) => {
     const watchdog = setInterval(() => {
       const idle = performance.now() - progressAt;
       if (idle < STALL_MS() || root.classList.contains("is-failed")) return;
+      if (downloaded) {
+        // 字节都到了，只是编译慢：不提网络与服务器，过一阵才说一句
+        if (idle >= 2 * STALL_MS() && !status.textContent.includes("仍在编译")) {
+          status.textContent += "（仍在编译，慢的设备上可能要半分钟）";
+        }
+        return;
+      }
       status.textContent =
         `已有 ${Math.round(idle / 1000)} 秒没有进展（可能是网络慢或正在编译）。如果一直停在这里：确认页面是经 http(s):// 打开的、` +
         "服务器对 .wasm 返回 application/wasm；也可以在笔记本里直接调用 shardlab.explorer 得到同样的数字。";

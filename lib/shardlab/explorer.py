@@ -95,6 +95,10 @@ def _readable_formula(text: str) -> str:
     text = re.sub(r"(\b[A-Za-z]+)=(\d+)\b", r"\1 = \2", text)
     # 记号与正文一致：W_单向、W_双向；多轴公式按阶段写（每阶段取各片时间的最大值）
     text = text.replace("Σ_阶段 Σ_步 max(t_hop, b/W_oneway)", _MULTI_AXIS_TEXT)
+    text = text.replace(
+        "Σ_阶段 max_片 h·max(t_hop, b/W_oneway)，k 片各占一轴",
+        "Σ_阶段 max_片 h·max(t_hop, b/W_单向)（每阶段 k 片各沿一条轴走 h 步，阶段时间取各片时间的最大值）",
+    )
     text = text.replace("W_oneway", "W_单向").replace("W_bidir", "W_双向").replace("W_nvlink", "W_NVLink")
     if "b/W_单向" in text and _B_DEFINED not in text:
         text += f"；{_B_DEFINED}"
@@ -190,25 +194,62 @@ def axis_placement(mesh: Mapping[str, int], axes: Sequence[str], gpus_per_node: 
     设备按网格的行优先顺序编号（最后一个轴连续，与 ``jax.make_mesh`` / ``np.arange(N).reshape(形状)`` 相同），
     编号 id 的设备在第 id // gpus_per_node 个节点。固定其余轴的下标、让 axes 取遍各自的下标就得到一组；
     逐组数出它跨几个节点、每个节点里有几个组内设备。返回
-    ``{"group_size", "nodes", "fewest_nodes", "per_node"}``：nodes 与 fewest_nodes 是各组跨的节点数的最大、最小值，
-    per_node 是跨得最多的那一组里每个节点最少有几个组内设备（GPU 总数整除时各组都一样）。
+    ``{"group_size", "nodes", "fewest_nodes", "per_node", "per_node_max"}``：nodes 与 fewest_nodes 是各组跨的节点数的
+    最大、最小值；per_node 与 per_node_max 是跨节点的组（没有这样的组时是全部的组）在一个节点里最少、最多有几个
+    组内设备（GPU 总数整除时两者相等；GB200 的 72 不能整除 16 时例如 2 与 5）。
     """
     sizes = [int(v) for v in mesh.values()]
     strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
     names_ = list(mesh)
     inside = [names_.index(a) for a in axes]
     outside = [i for i in range(len(sizes)) if i not in inside]
-    worst, fewest = (0, 0), None
+    splits = []
     for fixed in _indices([sizes[i] for i in outside]):
         base = sum(k * strides[i] for k, i in zip(fixed, outside))
         counts: dict[int, int] = {}
         for idx in _indices([sizes[i] for i in inside]):
             dev = base + sum(k * strides[i] for k, i in zip(idx, inside))
             counts[dev // gpus_per_node] = counts.get(dev // gpus_per_node, 0) + 1
-        worst = max(worst, (len(counts), -min(counts.values())))
-        fewest = len(counts) if fewest is None else min(fewest, len(counts))
+        splits.append(list(counts.values()))
+    spread = [c for c in splits if len(c) > 1] or splits
     group = math.prod(sizes[i] for i in inside)
-    return {"group_size": group, "nodes": worst[0], "fewest_nodes": fewest, "per_node": -worst[1]}
+    return {
+        "group_size": group,
+        "nodes": max(len(c) for c in splits),
+        "fewest_nodes": min(len(c) for c in splits),
+        "per_node": min(min(c) for c in spread),
+        "per_node_max": max(max(c) for c in spread),
+    }
+
+
+def _assumed_nodes(n: int, gpus_per_node: int) -> int:
+    """cost.estimate 对 n 个 GPU 的假设：连续排在 ⌈n / 每节点 GPU 数⌉ 个节点里"""
+    return 1 if n <= gpus_per_node else n // gpus_per_node
+
+
+def cross_node_time(collective: str, nbytes: float, n: int, per_node: int, chip) -> float | None:
+    """一组 n 个 GPU 分在几个节点、最少的一个节点里只有 per_node 个时，按跨节点模型估算的时间（秒）
+
+    与 cost 的跨节点公式（gpus.md「Cross-node collectives」）同一个模型，只是把“每节点 G 个 GPU、出口
+    W_node = G·W_网卡”换成组内实际的 per_node = k 个 GPU 与它们的 k 块网卡；瓶颈是组内设备最少的节点：
+    AllGather / ReduceScatter T = V·max((k-1)/(k·W_NVLink), (n-k)/(n·k·W_网卡))，AllReduce 加倍，
+    AllToAll T = V(n-k)/(n²·W_网卡)。k 整除 n 时与 cost.gpu_*_cross_node(G = k, M = n/k) 相同。
+    延迟项取 cost.gpu_ring_latency（每节点按 k 个数跨节点的步数）。书中未给出网卡带宽时返回 None。
+    """
+    spec = hardware.get_chip(chip)
+    if not isinstance(spec, hardware.GpuChip) or spec.ib_bw_per_gpu is None or n <= 1:
+        return None
+    coll, v, k, w_nic = names.canonical(collective), float(nbytes), int(per_node), spec.ib_bw_per_gpu
+    if coll == "all_to_all":
+        t_bw = v * (n - k) / (n * n * w_nic)
+    else:
+        t_bw = v * max((k - 1) / (k * spec.nvlink_bw_per_direction), (n - k) / (n * k * w_nic))
+        t_bw *= 2 if coll == "all_reduce" else 1
+    return cost.gpu_ring_latency(coll, n, k, spec) + t_bw
+
+
+def _ratio_text(slow: float, fast: float) -> str:
+    return f"约 {fmt_num(slow / fast)} 倍" if fast > 0 else ""
 
 
 def _indices(sizes: Sequence[int]):
@@ -226,8 +267,54 @@ def _domain(spec: hardware.GpuChip) -> str:
     return "节点" if spec.gpus_per_node <= 8 else " NVLink 域"  # 前面留空格：中文与英文之间
 
 
-def _where_text(spec: hardware.Chip, axes: Sequence[tuple[str, int]], wraparound, mesh: Mapping[str, int]) -> str:
+def _per_node_text(place: dict, word: str) -> str:
+    lo, hi = place["per_node"], place["per_node_max"]
+    return f"每个{word}里 {lo} 个" if lo == hi else f"每个{word}里 {lo}–{hi} 个，不一样多"
+
+
+def _gpu_placement(spec: hardware.GpuChip, mesh: Mapping[str, int], axes: Sequence[str]) -> dict:
+    """axes 的各组跨几个节点（axis_placement），以及 cost.estimate 是否因为只看 GPU 个数而偏乐观"""
+    place = axis_placement(mesh, axes, spec.gpus_per_node)
+    n = place["group_size"]
+    return {**place, "assumed": _assumed_nodes(n, spec.gpus_per_node)} | {
+        "optimistic": place["nodes"] != _assumed_nodes(n, spec.gpus_per_node)
+    }
+
+
+def _cross_text(spec: hardware.GpuChip, place: dict, word: str, t_model: float, t_cross: float | None) -> str:
+    """偏乐观时按跨节点模型估算的时间，与 cost.estimate 的时间相比大约几倍"""
+    if t_cross is None:
+        return "书中未给出网卡带宽，估不出跨节点的时间。"
+    k = place["per_node"]
+    return (
+        f"按跨节点模型（组内设备最少的{word}只有 {k} 个 GPU，各用一块 {fmt_bw(spec.ib_bw_per_gpu)} 的网卡）"
+        f"估算约 {fmt_time(t_cross)}，是 {fmt_time(t_model)} 的{_ratio_text(t_cross, t_model)}。"
+    )
+
+
+def _line_factor(spec: hardware.TpuChip, collective: str, nbytes: float, size: int) -> float | None:
+    """同样的 V 在长 size 的线形轴上比在同样长的有回绕的环上慢几倍（cost 的单轴公式，含每跳延迟）"""
+    ring_fn, line_fn = cost._SINGLE_AXIS[True][collective][0], cost._SINGLE_AXIS[False][collective][0]
+    ring = ring_fn(nbytes, size, spec.ici_bidir_bw, spec.hop_latency)
+    line = line_fn(nbytes, size, spec.ici_oneway_bw, spec.hop_latency)
+    return line / ring if ring > 0 else None
+
+
+def _line_factor_text(spec: hardware.TpuChip, est: cost.Estimate) -> str:
+    """有没有回绕的轴是线形时，说明线形比同样长的环慢几倍；每条轴都有回绕时什么也不加"""
+    parts = []
+    for (name, size), wrap in zip(est.axes, est.wraparound):
+        factor = None if wrap or size < 2 else _line_factor(spec, est.collective, est.nbytes, size)
+        if factor is not None:
+            parts.append(f"单看 {name}，这次通信比在同样长的有回绕的环上慢约 {fmt_num(factor)} 倍")
+    if not parts:
+        return ""
+    return "（没有回绕的轴是线形（line），两端的设备只能从一侧收发；" + "；".join(parts) + "）"
+
+
+def _where_text(spec: hardware.Chip, est: cost.Estimate, mesh: Mapping[str, int], t_cross: float | None) -> str:
     """这次集合通信经过哪里：GPU 按行优先的设备顺序数出跨几个节点（NVLink 域），TPU 各轴有没有回绕"""
+    axes, wraparound = est.axes, est.wraparound
     n = math.prod(size for _, size in axes)
     names_ = "、".join(f"{name}（{size}）" for name, size in axes)
     if isinstance(spec, hardware.GpuChip):
@@ -237,7 +324,7 @@ def _where_text(spec: hardware.Chip, axes: Sequence[tuple[str, int]], wraparound
             if word == "节点"
             else f"一个 NVLink 域有 {g} 个 GPU"
         )
-        place = axis_placement(mesh, [a for a, _ in axes], g)
+        place = _gpu_placement(spec, mesh, [a for a, _ in axes])
         order = "设备按网格的行优先顺序编号（最后一个轴的设备相邻），"
         if place["nodes"] == 1:
             return f"经过的轴 {names_}每组 {n} 个 GPU：{order}每组都在同一个{word}里（{domain}）。"
@@ -250,13 +337,17 @@ def _where_text(spec: hardware.Chip, axes: Sequence[tuple[str, int]], wraparound
         )
         text = (
             f"经过的轴 {names_}每组 {n} 个 GPU：{order}{spread} {place['nodes']} 个{word}里"
-            f"（每个{word}里 {place['per_node']} 个；{domain}）。"
+            f"（{_per_node_text(place, word)}；{domain}）。"
             f"跨{word}的部分走出口的网络（InfiniBand，{bw}），每一步的延迟也更大，所以比同样大小的{word}内通信慢。"
         )
-        assumed = 1 if n <= g else n // g
-        if place["nodes"] != assumed:
+        if place["optimistic"]:
+            assumed = place["assumed"]
             where = f"在 {assumed} 个{word}里" if assumed > 1 else f"在同一个{word}里"
-            text += f"注意：代价模型（cost.estimate）只看 GPU 总数 {n}，按这些 GPU 连续排{where}计算，图中的时间因此偏乐观；"
+            text += (
+                f"注意：代价模型（cost.estimate）只看 GPU 总数 {n}，按这些 GPU 连续排{where}计算，"
+                f"上面的时间与图中的曲线因此偏乐观。"
+            )
+            text += _cross_text(spec, place, word, est.time_s, t_cross)
             trailing = list(mesh)[len(mesh) - len(axes) :] == [a for a, _ in axes]
             text += (
                 f"每{word}的 {g} 个 GPU 不是每组 {n} 个的整数倍，有的组跨在两个{word}的交界上。"
@@ -266,7 +357,7 @@ def _where_text(spec: hardware.Chip, axes: Sequence[tuple[str, int]], wraparound
         return text
     if wraparound is not None and isinstance(spec, hardware.TpuChip):
         marks = "、".join(f"{name} {'有' if w else '无'}" for (name, _), w in zip(axes, wraparound))
-        return f"经过的轴 {names_}共 {n} 台设备；回绕（wraparound）：{marks}（没有回绕的轴是线形，要多走约一倍的路）。"
+        return f"经过的轴 {names_}共 {n} 台设备；回绕（wraparound）：{marks}{_line_factor_text(spec, est)}。"
     return f"经过的轴 {names_}共 {n} 台设备（模拟设备：名义值）。"
 
 
@@ -281,6 +372,22 @@ def _gpu_formula_notes(text: str, est: cost.Estimate, spec: hardware.Chip) -> st
         text = text.replace("节点内（NVSwitch）", "NVLink 域内（NVSwitch）").replace("个节点", "个 NVLink 域")
         text = text.replace("每节点经", "每 NVLink 域经")
     return text
+
+
+def _alltoall_w_text(text: str, est: cost.Estimate, spec: hardware.Chip) -> str:
+    """多轴 AllToAll 的公式里的 W_i：每条轴一个，有回绕的环取 W_双向，线形取 W_单向；写出各轴的值"""
+    if "W_i" not in text or est.wraparound is None or not isinstance(spec, hardware.TpuChip):
+        return text
+    values = "，".join(
+        f"{name}：W_双向 = {fmt_bw(spec.ici_bidir_bw)}（有回绕）"
+        if wrap
+        else f"{name}：W_单向 = {fmt_bw(spec.ici_oneway_bw)}（无回绕）"
+        for (name, _), wrap in zip(est.axes, est.wraparound)
+    )
+    return (
+        f"{text}；W_i 是第 i 条轴（长 X_i）上越过中间截面的带宽：有回绕的环两个截面、两个方向，取 W_双向，"
+        f"线形只有一个截面，取 W_单向。这里 {values}"
+    )
 
 
 def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
@@ -317,6 +424,15 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
     positive = [t for times in curves.values() if times for t in times if t > 0]
     cross = crossovers.get(est.collective)
     name = names.display(est.collective)
+    place = _gpu_placement(spec, mesh_d, [a for a, _ in est.axes]) if isinstance(spec, hardware.GpuChip) else None
+    t_cross = None
+    if place is not None and place["optimistic"]:
+        t_cross = cross_node_time(est.collective, est.nbytes, place["group_size"], place["per_node"], spec)
+    summary = f"{name}，V = {fmt_bytes(est.nbytes)}：约 {fmt_time(est.time_s)}，{_regime_text(est.regime)}"
+    if place is not None and place["optimistic"]:
+        summary += f"。⚠ 这是按 GPU 连续放置算的，偏乐观：各组实际分在 {place['nodes']} 个{_domain(spec)}里" + (
+            f"，按跨节点模型约 {fmt_time(t_cross)}（见下）" if t_cross is not None else "（见下）"
+        )
     if cross is None:
         cross_text = "只有一台设备，不需要通信。"
     else:
@@ -340,11 +456,12 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
         "regime_text": _regime_text(est.regime),
         "wraparound": None if est.wraparound is None else list(est.wraparound),
         "formula": est.formula,
-        "formula_text": _gpu_formula_notes(_readable_formula(est.formula), est, spec),
-        "summary": f"{name}，V = {fmt_bytes(est.nbytes)}：约 {fmt_time(est.time_s)}，{_regime_text(est.regime)}",
-        "where": _where_text(spec, est.axes, est.wraparound, mesh_d),
-        "crosses_nodes": isinstance(spec, hardware.GpuChip)
-        and axis_placement(mesh_d, [a for a, _ in est.axes], spec.gpus_per_node)["nodes"] > 1,
+        "formula_text": _alltoall_w_text(_gpu_formula_notes(_readable_formula(est.formula), est, spec), est, spec),
+        "summary": summary,
+        "where": _where_text(spec, est, mesh_d, t_cross),
+        "crosses_nodes": place is not None and place["nodes"] > 1,
+        "optimistic": place is not None and place["optimistic"],
+        "cross_node_time_s": t_cross,
         "crossover_text": cross_text,
         "coincide": coincide,
         "coincide_text": [
@@ -473,22 +590,84 @@ def _unused_text(unused: Sequence[str]) -> str:
     )
 
 
-def _lines_text(lines: Sequence[dict], options: Sequence[dict], chosen: int) -> str:
-    """图中的线在规划器的做法里排第几；图与表只比三种固定的做法，规划器搜索的更多"""
+# 第 6.8 节“分片策略随批量”图的设定：芯片、网格（v5p 4×4×4 切片里长 4 的轴）、D、F；B 是图的横轴
+FIGURE_SETTINGS = {"chip": "v5p", "mesh": {"Y": 4}, "slice_shape": (4, 4, 4), "D": 8192, "F": 32768, "dtype": "bf16"}
+
+
+def _on_figure(chip: str, mesh: Mapping[str, int], shape, D: int, F: int, dtype: str) -> bool:
+    fig = FIGURE_SETTINGS
+    return (
+        chip == hardware.get_chip(fig["chip"]).name
+        and dict(mesh) == fig["mesh"]
+        and tuple(shape or ()) == fig["slice_shape"]
+        and (D, F, dtype) == (fig["D"], fig["F"], fig["dtype"])
+    )
+
+
+def _lines_text(lines: Sequence[dict], options: Sequence[dict], chosen: int, on_figure: bool, B: int) -> str:
+    """图中的线所代表的做法在规划器的做法里排第几；只有设定与图相同时才说这是图中的数"""
     if not lines:
         return ""
     parts = [
-        f"{ln['line']}是 {options[ln['index']]['label']}，在全部 {len(options)} 种做法中排第 {ln['index'] + 1}，"
-        f"约 {options[ln['index']]['t_total_text']}"
+        re.sub(r"^(图中.线)（", r"\1所代表的做法（", ln["line"])
+        + f"是 {options[ln['index']]['label']}，在全部 {len(options)} 种做法中排第 {ln['index'] + 1}，"
+        f"这组参数下约 {options[ln['index']]['t_total_text']}"
         for ln in lines
     ]
     text = "；".join(parts) + "。"
+    fig = FIGURE_SETTINGS
+    if on_figure:
+        text += f"芯片、网格、D、F 与图相同：这就是图中这条线在 B = {fmt_num(B)} 处的数。"
+    else:
+        text += (
+            f"图只画 {hardware.get_chip(fig['chip']).name}、长 {fig['mesh']['Y']} 的轴、D = {fmt_num(fig['D'])}、"
+            f"F = {fmt_num(fig['F'])}；这组参数与图不同，这里的数不能直接与图中的读数比较。"
+        )
     if all(ln["index"] != chosen for ln in lines):
         best = options[chosen]
         text += (
             f"图与表只比三种固定的做法，规划器搜索的做法更多：这里最快的是 {best['label']}，约 {best['t_total_text']}。"
         )
     return text
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    return "×".join(str(x) for x in shape)
+
+
+def _topology_text(spec: hardware.Chip, mesh: Mapping[str, int], shape) -> tuple[str, bool]:
+    """假设的拓扑：TPU 每条轴有没有回绕（切片形状），GPU 每条轴的组跨几个节点；第二个值：是否有偏乐观的轴"""
+    if isinstance(spec, hardware.TpuChip):
+        axes = "；".join(
+            f"{name}：{size} 个设备，{'有' if hardware.has_wraparound(spec, size, shape) else '无'}回绕"
+            for name, size in mesh.items()
+        )
+        return f"{axes}（回绕即 wraparound；切片 {_shape_text(shape)}，{spec.topology}）。", False
+    if isinstance(spec, hardware.GpuChip):
+        word, parts, warn = _domain(spec), [], False
+        for name, size in mesh.items():
+            place = _gpu_placement(spec, mesh, [name])
+            if place["nodes"] == 1:
+                parts.append(f"{name}：{size} 个 GPU，每组都在同一个{word}里")
+                continue
+            spread = "每组分在" if place["fewest_nodes"] == place["nodes"] else "有的组分在"
+            part = f"{name}：{size} 个 GPU，{spread} {place['nodes']} 个{word}里（{_per_node_text(place, word)}）"
+            if place["optimistic"]:
+                warn = True
+                part += "⚠"
+            parts.append(part)
+        text = (
+            f"设备按网格的行优先顺序编号（最后一个轴的设备相邻），每{word} {spec.gpus_per_node} 个 GPU："
+            + "；".join(parts)
+            + "。"
+        )
+        if warn:
+            text += (
+                f"注意：标 ⚠ 的轴上，代价模型（cost.estimate）只看 GPU 个数，按连续放置在尽量少的{word}里计算，"
+                f"经过它的通信在表中偏乐观（标 ⚠，并给出按跨节点模型的估算；名次仍按表中的时间）。"
+            )
+        return text, warn
+    return "模拟设备：名义值，每条轴都按有回绕的环计算。", False
 
 
 def _mesh_text(mesh: Mapping[str, int]) -> str:
@@ -512,8 +691,45 @@ def _pattern(o: planner.MatmulOption) -> str:
     return " → ".join(names.display(k) for k in o.kinds) or "不通信"
 
 
-def _option(o: planner.MatmulOption, roles: Mapping[str, str]) -> dict:
+def _step_cross(
+    spec: hardware.Chip, mesh: Mapping[str, int], s: planner.CollectiveStep
+) -> tuple[float | None, dict | None]:
+    """GPU 上经过的轴的组跨节点、而 cost.estimate 按连续放置算时：按跨节点模型的估算（秒）与组的放置"""
+    if not isinstance(spec, hardware.GpuChip) or s.kind == "slice":
+        return None, None
+    place = _gpu_placement(spec, mesh, list(s.axes))
+    if not place["optimistic"]:
+        return None, None
+    return cross_node_time(s.kind, s.nbytes, place["group_size"], place["per_node"], spec), place
+
+
+def _warn_text(o: planner.MatmulOption, roles: Mapping[str, str], crosses: Sequence, spec: hardware.Chip) -> str:
+    parts, extra = [], 0.0
+    for s, (t_cross, place) in zip(o.steps, crosses):
+        if place is None:
+            continue
+        name = f"{s.name}({roles[s.operand]})"
+        word = _domain(spec)
+        where = f"{name} 跨 {place['nodes']} 个{word}"
+        if t_cross is None:
+            parts.append(f"{where}，表中 {fmt_time(s.time_s)} 偏乐观（书中未给出网卡带宽）")
+            extra = math.nan
+        else:
+            parts.append(
+                f"{where}：跨节点模型约 {fmt_time(t_cross)}，表中 {fmt_time(s.time_s)}（{_ratio_text(t_cross, s.time_s)}）"
+            )
+            extra += t_cross - s.time_s
+    if not parts:
+        return ""
+    text = "⚠ " + "；".join(parts)
+    if not math.isnan(extra):
+        text += f"；总时间约 {fmt_time(o.t_total + extra)}"
+    return text + "。"
+
+
+def _option(o: planner.MatmulOption, roles: Mapping[str, str], spec: hardware.Chip | None = None, mesh=None) -> dict:
     label = _label(o, roles)
+    crosses = [_step_cross(spec, mesh, s) if spec is not None else (None, None) for s in o.steps]
     return {
         "label": label,
         "planner_label": o.label,
@@ -528,9 +744,11 @@ def _option(o: planner.MatmulOption, roles: Mapping[str, str]) -> dict:
                 "nbytes": s.nbytes,
                 "time_s": s.time_s,
                 "regime": s.regime,
+                "cross_node_time_s": t_cross,
             }
-            for s in o.steps
+            for s, (t_cross, _) in zip(o.steps, crosses)
         ],  # fmt: skip
+        "warn_text": _warn_text(o, roles, crosses, spec),
         "out": str(o.out),
         "flops_per_device": o.flops_per_device,
         "t_math": o.t_math,
@@ -615,7 +833,8 @@ def sharding_state(
     except (ValueError, KeyError) as err:
         return {"args": args, "error": _error_text(err)}
     roles = _operand_names(a_spec, b_spec, out_spec)
-    options = [_option(o, roles) for o in plan.alternatives]
+    spec = hardware.get_chip(chip)
+    options = [_option(o, roles, spec, mesh_d) for o in plan.alternatives]
     chosen = plan.alternatives.index(plan.chosen)
     groups: dict[str, list[int]] = {}
     for i, o in enumerate(options):
@@ -630,6 +849,7 @@ def sharding_state(
     shown = sorted(set(heads) | {ln["index"] for ln in lines})  # 图中的线对应的做法总在默认的表里
     bars = heads[:CHART_BARS]
     out_name = out_spec or str(plan.out)
+    topology = _topology_text(spec, mesh_d, shape)
     return {
         "args": args,
         "chip": plan.chip,
@@ -648,7 +868,11 @@ def sharding_state(
         "groups": [{"pattern": p, "members": m} for p, m in groups.items()],
         "shown": shown,
         "figure_lines": lines,
-        "figure_text": _lines_text(lines, options, chosen),
+        "figure_text": _lines_text(
+            lines, options, chosen, not custom and _on_figure(plan.chip, mesh_d, shape, D, F, dtype), B
+        ),
+        "topology_text": topology[0],
+        "topology_warning": topology[1],
         "rank_note": (
             f"名次是在全部 {len(options)} 种做法中按总时间的排名；默认每种通信组合只列最快的一种"
             "（加上图中的线对应的做法），所以名次不一定连续。"
@@ -661,6 +885,7 @@ def sharding_state(
             f"最快：{options[chosen]['label']}，约 {options[chosen]['t_total_text']}"
             f"（T_math {options[chosen]['t_math_text']} + T_comms {options[chosen]['t_comms_text']}），"
             f"{options[chosen]['bound_text']}"
+            + ("。⚠ 它经过跨节点的轴，这个时间偏乐观（见表）" if options[chosen]["warn_text"] else "")
         ),
         "explain": _explain(plan, options, out_spec, chosen),
         "flops": cost.matmul_flops(B, D, F),
