@@ -1505,3 +1505,23 @@ def test_one_stray_notebook_of_another_chapter_does_not_let_a_wrong_chapter_thro
     with pytest.raises(cli.UsageError, match="只有 1 名学生交了第 6 章的练习，3 名交的是别的章"):
         _prepare(tmp_path, own, "--chapter", "6", "--roster", str(roster_path), "--secret-file", str(secret))
     _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+
+
+def test_r19_limits_globs_and_the_terminal_summary(tmp_path, capsys):
+    """以前：--cell-timeout 1e9 在 nbval 里溢出，每道题都“没有导出”，全班 0 分、退出码 0；加了引号的通配符只选了一部分学生，
+    加 --zero-missing 时没选上的学生记 0 分；终端上的平均分把空着与待核对的人算成 0"""
+    parser = cli.build_parser()
+    for bad in (["--cell-timeout", "1e9"], ["--wall", "2200000"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["subs", "--out", "o", *bad])
+    with pytest.raises(SystemExit):
+        parser.parse_args(["subs", "--out", "o", "--memory-mb", "1e12"])
+    assert "不是整数" in capsys.readouterr().err
+    silent = {"status": status.GRADED, "problems": [{"status": status.NO_EXPORT}] * 3}
+    assert "no-export" in cli._withheld({"a": silent, "b": silent}, True)
+    table = identify.Roster([roster.Student("s001", "甲", 2)])
+    assert "通配符" in cli._partial([str(tmp_path / "subs" / "s00[1]" / "*.ipynb")], table)
+    res = {"student": "s1", "roster_id": "s1", "points": 3.0, "counted": True, "problems": []}
+    _, rows = outputs.rows([res], STUDENTS[:3], 5, held={"s3": "待核对：测试"})
+    line = outputs.console_summary(rows, [], None)
+    assert "平均分 3.00" in line and "待核对 1 人" in line and "没有提交 1 人" in line

@@ -109,8 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="这次给的是全班的提交：花名册里没有文件、也没有疑问的学生在 canvas.csv 与 grades_wide.csv 里记 0 分"
         "（不加时空着：只给了迟交或重评的一部分时，评分器分不出谁没交）",
     )
-    p.add_argument("--wall", type=_positive(float), default=Limits.wall_s, help="每份提交的墙钟时间上限（秒）")
-    p.add_argument("--cell-timeout", type=_positive(float), default=Limits.cell_s, help="每个单元的时间上限（秒）")
+    p.add_argument("--wall", type=_positive(float, DAY), default=Limits.wall_s, help="每份提交的墙钟时间上限（秒）")
+    p.add_argument("--cell-timeout", type=_positive(float, DAY), default=Limits.cell_s, help="每个单元的时间上限（秒）")
     p.add_argument(
         "--memory-mb", type=_positive(int), default=Limits.memory_bytes >> 20, help="每个进程的地址空间上限（MiB）"
     )
@@ -144,19 +144,25 @@ class Personal:
     key: personal.PersonalKey | None = None
 
 
-def _positive(kind):
-    """argparse 的类型：大于 0 的数（以前 --wall 0、--cell-timeout 0、-j 0 照样评，全班超时、0 分，退出码 0）"""
+def _positive(kind, most: float = float("inf")):
+    """argparse 的类型：大于 0、不超过 most 的数（以前 --wall 0、--cell-timeout 0、-j 0 照样评，全班超时、0 分，退出码 0；
+    --cell-timeout 1e9 在 nbval 里溢出，每个单元都失败，全班 0 分）"""
 
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} 不是数") from None
-        if not value > 0 or value != value or value == float("inf"):
-            raise argparse.ArgumentTypeError(f"要大于 0 的有限数（给的是 {text}）；没有“0 表示不限”这种写法")
+            raise argparse.ArgumentTypeError(f"{text!r} 不是{'整数' if kind is int else '数'}") from None
+        if not value > 0 or value != value or value > most:
+            raise argparse.ArgumentTypeError(
+                f"要大于 0、不超过 {most:g} 的数（给的是 {text}）；没有“0 表示不限”这种写法"
+            )
         return value
 
     return parse
+
+
+DAY = 86400.0  # 时间上限最多一天：nbval 的单元超时按毫秒存进 32 位整数，约 24.8 天就溢出
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -561,6 +567,9 @@ def _identify(found: Scan, who: Personal, trust_key: bool = False, notes: list[s
 def _partial(specs: list[str], table: identify.Roster) -> str:
     """提交参数只是班上的一部分时说明是哪部分（一个个文件、名字是学生 id 的文件夹），否则是空串。
     这时没有找到文件的学生不能当成没交（以前重评一个学生时别的学生在 canvas.csv 里都是 0 分）"""
+    globs = [s for s in specs if any(ch in s for ch in "*?[")]
+    if globs:  # 通配符只选了一部分（"subs/202400[12]/*.ipynb"）；选全了的照样当一部分：宁可待核对，不给交了的人 0 分
+        return f"这次给的是通配符 {terminal(globs[0], 100)}，不是整个提交目录"
     files = [s for s in specs if os.path.isfile(s)]
     own = [s for s in specs if os.path.isdir(s) and table.exact(os.path.basename(os.path.normpath(s)))]
     if own:
@@ -1027,6 +1036,13 @@ def _withheld(results: dict[str, dict], graded_now: bool) -> str | None:
             f"全部 {len(results)} 份都崩溃或超时了（例如 {results[broken[0]].get('message', '')[:120]}）：多半是评分环境"
             "或时间上限（--wall、--cell-timeout）的问题，不是学生的问题，所以没有写 grades_wide.csv 和 canvas.csv；"
             "修好之后再运行会重评这些提交"
+        )
+    silent = [s for s, r in results.items() if r.get("problems") and all(
+        p.get("status") == st.NO_EXPORT for p in r["problems"])]  # fmt: skip
+    if len(silent) == len(results):
+        return (
+            f"全部 {len(results)} 份提交的每一道题都没有导出答案（no-export）：多半是评分环境或选项的问题"
+            "（例如 --cell-timeout 的值），不是学生的问题，所以没有写 grades_wide.csv 和 canvas.csv"
         )
     timeouts = [s for s, r in results.items() if timed_out(r)]
     if len(timeouts) > len(results) / 2:

@@ -290,16 +290,22 @@ def buckets_order(label: str) -> float:
 
 
 def console_summary(table: list[dict], ignored: list, integrity: Report | None) -> str:
-    totals = [r["total"] for r in table]
-    if not totals:
+    if not table:
         return "评分概况：没有学生"
+    totals = [r["total"] for r in table if not r.get("blank")]  # 与 summary.md 一样：空着、待核对的不算
     flagged = (
         f"需要核对的提交 {len({f.student for f in integrity.flagged})} 份（ta/integrity.md）；" if integrity else ""
     )
+    stats = (
+        f"平均分 {statistics.mean(totals):.2f}，中位数 {statistics.median(totals):g}"
+        if totals
+        else "没有可以算平均分的成绩"
+    )
+    waiting = sum(bool(r.get("held")) for r in table)
     return (
-        f"评分概况：{len(table)} 名学生，平均分 {statistics.mean(totals):.2f}，中位数 {statistics.median(totals):g}"
-        f"（满分 {_num(max(r['max'] for r in table))}）；{flagged}"
-        f"没有提交 {sum(r['status'] == NO_SUBMISSION for r in table)} 人；忽略的文件 {len(ignored)} 个（见 summary.md）"
+        f"评分概况：{len(table)} 名学生，{stats}（满分 {_num(max(r['max'] for r in table))}，空着与待核对的不算）；{flagged}"
+        f"待核对 {waiting} 人；没有提交 {sum(r['status'] == NO_SUBMISSION for r in table)} 人；"
+        f"忽略的文件 {len(ignored)} 个（见 summary.md）"
     )
 
 
