@@ -614,14 +614,25 @@ async () => {
 """
 
 
-# 比屏幕宽、上面却没有“左右滑动”提示（book/_static/course.js）的表格与代码块
+# 比自己的框宽、上面却没有“左右滑动”提示（book/_static/course.js）的表格、代码块（含笔记本的代码单元与输出）
+# 与行间式子（MathJax 的 mjx-container；提示在整个 div.math 的前面）。先等 MathJax 排版完
 _WIDE_JS = r"""
-() => Array.from(document.querySelectorAll(
-    "article.bd-article .pst-scrollable-table-container, article.bd-article div.highlight > pre"))
-  .filter(b => b.scrollWidth > b.clientWidth + 2 && b.getBoundingClientRect().height > 0 && !b.closest(".cell"))
-  .map(b => [b, b.matches("pre") ? b.parentNode : b])
-  .filter(([b, a]) => !(a.previousElementSibling && a.previousElementSibling.classList.contains("course-scroll-cue")))
-  .map(([b, a]) => (b.innerText || "").replace(/\s+/g, " ").trim().slice(0, 30))
+async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  await new Promise(r => setTimeout(r, 300));
+  const sel = ["article.bd-article .pst-scrollable-table-container", "article.bd-article div.highlight > pre",
+               "article.bd-article mjx-container[display]"].join(", ");
+  const anchor = b => b.matches("mjx-container") ? (b.closest("div.math") || b)
+                      : b.matches("pre") ? b.parentNode : b;
+  const kind = b => b.matches("mjx-container") ? "式子" : b.closest(".cell") ? "笔记本单元" : "表格或代码块";
+  return Array.from(document.querySelectorAll(sel))
+    .filter(b => b.scrollWidth > b.clientWidth + 2 && b.getBoundingClientRect().height > 0)
+    .filter(b => { const p = anchor(b).previousElementSibling;
+                   return !(p && p.classList.contains("course-scroll-cue")); })
+    .map(b => kind(b) + "：" + (b.matches("mjx-container")
+        ? (b.closest("div.math") || b).textContent.replace(/\s+/g, "").slice(0, 30)
+        : (b.innerText || "").replace(/\s+/g, " ").trim().slice(0, 30)));
+}
 """
 
 # 手机上的图与表：比屏幕（正文框）宽的图与动画，窄于 MIN_CELL_PX 的表格单元格，比自己的框宽的表格（数一数，
@@ -712,7 +723,10 @@ def _check_mobile(page, result: PageResult, site: Path, shot: Path | None) -> in
         page.screenshot(path=str(shot))
     wide = page.evaluate(_WIDE_JS)
     if wide:
-        result.add("mobile", f"手机上 {len(wide)} 个表格或代码块比屏幕宽，上面没有滑动提示（例如 “{wide[0]}”）")
+        result.add(
+            "mobile",
+            f"手机上 {len(wide)} 个表格、代码块或式子比自己的框宽，上面没有滑动提示（例如 {wide[:3]}）",
+        )
     layout = page.evaluate(_LAYOUT_JS, MIN_CELL_PX)
     result.layout = layout
     if layout["wideFigs"]:
