@@ -517,11 +517,41 @@ _PLAYER_STATE_JS = r"""
 """
 
 
+# 播放器的样子：步数只写一处（每幅画至多一处：几份记录并排时各写各的），深色模式下按钮和设备框是深色的
+_PLAYER_LOOK_JS = r"""
+() => {
+  const out = [];
+  const players = Array.from(document.querySelectorAll(".shardlab-player"));
+  players.forEach((p, i) => {
+    const panels = p.querySelectorAll(".sl-panel").length;
+    const counters = Array.from(p.querySelectorAll(".sl-svg text, .sl-step"))
+      .filter(e => /第 \d+ \/ \d+ 步/.test(e.textContent)).length;
+    if (counters > panels) out.push(`第 ${i + 1} 个动画的步数写了 ${counters} 处（${panels} 幅画）`);
+  });
+  const html = document.documentElement, saved = html.dataset.theme;
+  html.dataset.theme = "dark";
+  const light = c => { const v = (c.match(/[\d.]+/g) || []).slice(0, 3).map(Number);
+                       return v.length === 3 && (0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]) > 160; };
+  players.forEach((p, i) => {
+    const button = p.querySelector("button"), box = p.querySelector(".sl-svg rect[rx='5']");
+    if (button && light(getComputedStyle(button).backgroundColor)) out.push(`第 ${i + 1} 个动画的按钮在深色模式下是浅色的`);
+    if (box && light(getComputedStyle(box).fill)) out.push(`第 ${i + 1} 个动画的设备框在深色模式下是浅色的`);
+    const holder = p.closest(".text_html");  // 主题给笔记本 HTML 输出垫的浅色底
+    if (holder && light(getComputedStyle(holder).backgroundColor)) out.push(`第 ${i + 1} 个动画在深色模式下垫着浅色底`);
+  });
+  if (saved === undefined) delete html.dataset.theme; else html.dataset.theme = saved;
+  return out;
+}
+"""
+
+
 PLAYER_WAIT_STEPS = 2.5  # 点“播放”之后最多等几步的时间（步长是播放器的 data-interval）
 
 
 def _check_players(page, result: PageResult) -> int:
     """每个播放器：点“播放”，等到步数与画面都变了（最多等最慢那个播放器 PLAYER_WAIT_STEPS 步的时间）；返回检查过的播放器数"""
+    for problem in page.evaluate(_PLAYER_LOOK_JS):
+        result.add("animation", problem)
     before = page.evaluate(_PLAYER_STATE_JS)
     buttons = page.locator(".shardlab-player .sl-play")
     for i in range(buttons.count()):
