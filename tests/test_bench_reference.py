@@ -250,3 +250,17 @@ def test_fraction_of_peak_point_is_not_drawn_as_a_measurement():
     labels += [ln.get_label() for ax in ref.fig.axes for ln in ax.get_lines()]
     assert any(lab.startswith(plot.DERIVED) for lab in labels)
     assert not any(lab.startswith(plot.PUBLISHED) and "v5e 8x16" in lab for lab in labels)
+
+
+def test_reference_figure_legend_clears_the_lower_panel_title():
+    # 上图的图例放在图下面：它的最后一行不能压到下图的标题（“书中实测：8×H100” 曾与 “TPU v5e 上的 AllGather” 重叠）
+    ref = plot.plot_reference()
+    fig = ref.fig
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax_gpu, ax_tpu = fig.axes[:2]
+    legend = ax_gpu.get_legend().get_window_extent(renderer)
+    title = ax_tpu.title.get_window_extent(renderer)
+    gap_pt = (legend.y0 - title.y1) * 72 / fig.dpi
+    plt.close(fig)
+    assert gap_pt >= 4, f"上图图例与下图标题之间只有 {gap_pt:.1f} pt"

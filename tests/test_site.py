@@ -88,6 +88,15 @@ def test_site_carries_its_own_mathjax_and_references_nothing_outside(site):
 
 
 @slow
+def test_root_redirect_page_names_the_sites_icon(site):
+    # 没有图标链接时，浏览器打开根目录的跳转页会去要 /favicon.ico，得到 404
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert 'http-equiv="Refresh"' in index
+    assert '<link rel="icon" href="_static/favicon.svg"/>' in index
+    assert (site / "_static" / "favicon.svg").exists()
+
+
+@slow
 def test_no_output_box_shows_only_a_glued_value(site):
     from tools import site_pages
 

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 from tools import site_check  # noqa: E402
 
 SCREENSHOTS = Path(os.environ.get("SHARDLAB_SCREENSHOTS", ROOT / "_build" / "screenshots"))
-MOBILE_PAGES = [p for p in site_check.toc_pages() if p.startswith("book/")]  # 正文各章在手机上各截一张图
+MOBILE_PAGES = [p for p in site_check.toc_pages() if p.startswith(("book/", "solutions/"))]  # 正文与解答各截一张
 CH05, CH06 = "book/ch05_collectives", "book/ch06_sharded_matmul"
 # 读者会搜的词 → 定义它的那一页
 SEARCH_TERMS = {

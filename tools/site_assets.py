@@ -25,6 +25,9 @@ Sphinx 7.4 把它既记进注册表（文件名 ``''``）又记进构建器（�
 ``const THEBE_JS_URL = ...``，浏览器在每一页报 “Identifier 'THEBE_JS_URL' has already been declared”。
 ``html-page-context`` 时按（文件名, 属性）去重。thebe 本身没有启用（``launch_buttons`` 里没有 thebe），
 它的库只在点击启动按钮时才从 unpkg 加载，所以网站不会请求站外资源。
+
+三、根目录的跳转页（``index.html``，sphinx-external-toc 写的一行 ``<meta>``）加上与其他页面相同的图标链接：
+否则浏览器打开它时去要 ``/favicon.ico``，得到 404。
 """
 
 from __future__ import annotations
@@ -154,6 +157,24 @@ def _build_finished(app, exception) -> None:
     copy_into(Path(app.outdir) / "_static" / target.parent)
 
 
+REDIRECT_MARK = '<meta http-equiv="Refresh"'
+
+
+def _icon_on_redirect(app, exception) -> None:
+    """网站根目录的 index.html 是 sphinx-external-toc 写的一行跳转页（没有 <head>、没有图标）：浏览器打开它时
+    去要 /favicon.ico，得到 404。给它加上与其他页面相同的图标链接（html_favicon 由 Sphinx 复制进 _static/）"""
+    favicon = app.config.html_favicon
+    if exception is not None or app.builder.format != "html" or not favicon:
+        return
+    index = Path(app.outdir) / "index.html"
+    if not index.exists():
+        return
+    text = index.read_text(encoding="utf-8")
+    link = f'<link rel="icon" href="_static/{PurePosixPath(favicon).name}"/>'
+    if text.lstrip().startswith(REDIRECT_MARK) and 'rel="icon"' not in text:
+        index.write_text(text.rstrip("\n") + "\n" + link + "\n", encoding="utf-8")
+
+
 def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
     files = context.get("script_files")
     if not files:
@@ -171,6 +192,7 @@ def setup(app):
     app.connect("builder-inited", _builder_inited)
     app.connect("build-finished", _build_finished)
     app.connect("html-page-context", _dedupe_scripts)
+    app.connect("build-finished", _icon_on_redirect, priority=900)  # 在 sphinx-external-toc 写出跳转页之后
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
 
 

@@ -517,11 +517,41 @@ _PLAYER_STATE_JS = r"""
 """
 
 
+# 播放器的样子：步数只写一处（每幅画至多一处：几份记录并排时各写各的），深色模式下按钮和设备框是深色的
+_PLAYER_LOOK_JS = r"""
+() => {
+  const out = [];
+  const players = Array.from(document.querySelectorAll(".shardlab-player"));
+  players.forEach((p, i) => {
+    const panels = p.querySelectorAll(".sl-panel").length;
+    const counters = Array.from(p.querySelectorAll(".sl-svg text, .sl-step"))
+      .filter(e => /第 \d+ \/ \d+ 步/.test(e.textContent)).length;
+    if (counters > panels) out.push(`第 ${i + 1} 个动画的步数写了 ${counters} 处（${panels} 幅画）`);
+  });
+  const html = document.documentElement, saved = html.dataset.theme;
+  html.dataset.theme = "dark";
+  const light = c => { const v = (c.match(/[\d.]+/g) || []).slice(0, 3).map(Number);
+                       return v.length === 3 && (0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]) > 160; };
+  players.forEach((p, i) => {
+    const button = p.querySelector("button"), box = p.querySelector(".sl-svg rect[rx='5']");
+    if (button && light(getComputedStyle(button).backgroundColor)) out.push(`第 ${i + 1} 个动画的按钮在深色模式下是浅色的`);
+    if (box && light(getComputedStyle(box).fill)) out.push(`第 ${i + 1} 个动画的设备框在深色模式下是浅色的`);
+    const holder = p.closest(".text_html");  // 主题给笔记本 HTML 输出垫的浅色底
+    if (holder && light(getComputedStyle(holder).backgroundColor)) out.push(`第 ${i + 1} 个动画在深色模式下垫着浅色底`);
+  });
+  if (saved === undefined) delete html.dataset.theme; else html.dataset.theme = saved;
+  return out;
+}
+"""
+
+
 PLAYER_WAIT_STEPS = 2.5  # 点“播放”之后最多等几步的时间（步长是播放器的 data-interval）
 
 
 def _check_players(page, result: PageResult) -> int:
     """每个播放器：点“播放”，等到步数与画面都变了（最多等最慢那个播放器 PLAYER_WAIT_STEPS 步的时间）；返回检查过的播放器数"""
+    for problem in page.evaluate(_PLAYER_LOOK_JS):
+        result.add("animation", problem)
     before = page.evaluate(_PLAYER_STATE_JS)
     buttons = page.locator(".shardlab-player .sl-play")
     for i in range(buttons.count()):
@@ -614,14 +644,25 @@ async () => {
 """
 
 
-# 比屏幕宽、上面却没有“左右滑动”提示（book/_static/course.js）的表格与代码块
+# 比自己的框宽、上面却没有“左右滑动”提示（book/_static/course.js）的表格、代码块（含笔记本的代码单元与输出）
+# 与行间式子（MathJax 的 mjx-container；提示在整个 div.math 的前面）。先等 MathJax 排版完
 _WIDE_JS = r"""
-() => Array.from(document.querySelectorAll(
-    "article.bd-article .pst-scrollable-table-container, article.bd-article div.highlight > pre"))
-  .filter(b => b.scrollWidth > b.clientWidth + 2 && b.getBoundingClientRect().height > 0 && !b.closest(".cell"))
-  .map(b => [b, b.matches("pre") ? b.parentNode : b])
-  .filter(([b, a]) => !(a.previousElementSibling && a.previousElementSibling.classList.contains("course-scroll-cue")))
-  .map(([b, a]) => (b.innerText || "").replace(/\s+/g, " ").trim().slice(0, 30))
+async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  await new Promise(r => setTimeout(r, 300));
+  const sel = ["article.bd-article .pst-scrollable-table-container", "article.bd-article div.highlight > pre",
+               "article.bd-article mjx-container[display]"].join(", ");
+  const anchor = b => b.matches("mjx-container") ? (b.closest("div.math") || b)
+                      : b.matches("pre") ? b.parentNode : b;
+  const kind = b => b.matches("mjx-container") ? "式子" : b.closest(".cell") ? "笔记本单元" : "表格或代码块";
+  return Array.from(document.querySelectorAll(sel))
+    .filter(b => b.scrollWidth > b.clientWidth + 2 && b.getBoundingClientRect().height > 0)
+    .filter(b => { const p = anchor(b).previousElementSibling;
+                   return !(p && p.classList.contains("course-scroll-cue")); })
+    .map(b => kind(b) + "：" + (b.matches("mjx-container")
+        ? (b.closest("div.math") || b).textContent.replace(/\s+/g, "").slice(0, 30)
+        : (b.innerText || "").replace(/\s+/g, " ").trim().slice(0, 30)));
+}
 """
 
 # 手机上的图与表：比屏幕（正文框）宽的图与动画，窄于 MIN_CELL_PX 的表格单元格，比自己的框宽的表格（数一数，
@@ -712,7 +753,10 @@ def _check_mobile(page, result: PageResult, site: Path, shot: Path | None) -> in
         page.screenshot(path=str(shot))
     wide = page.evaluate(_WIDE_JS)
     if wide:
-        result.add("mobile", f"手机上 {len(wide)} 个表格或代码块比屏幕宽，上面没有滑动提示（例如 “{wide[0]}”）")
+        result.add(
+            "mobile",
+            f"手机上 {len(wide)} 个表格、代码块或式子比自己的框宽，上面没有滑动提示（例如 {wide[:3]}）",
+        )
     layout = page.evaluate(_LAYOUT_JS, MIN_CELL_PX)
     result.layout = layout
     if layout["wideFigs"]:

@@ -3,9 +3,11 @@
    1. 侧栏按钮：主题（pydata-sphinx-theme 0.17 + sphinx-book-theme 1.3）只给页面上第一个 .primary-toggle /
       .secondary-toggle 接上了点击处理，而第一个是顶栏里隐藏的那个；手机上看得见的 ☰ 和“本页目录”按钮点了没有反应。
       这里把其余的同类按钮的点击转给第一个。
-   2. 手机上放不下的表格和代码块：在它上面加一行“左右滑动”的提示（手机浏览器不显示滚动条，看不出右边还有内容）。
-   3. 手机上挤不下的表格（比框宽，或有单元格窄于 MIN_CELL 像素，一行只放得下一两个汉字）：四列以上的改成
-      每行一张卡片（表头写在每个格子前面，course.css 的 .course-cards）；三列以下的给每列一个最小宽度。 */
+   2. 手机上放不下的表格、代码块（含笔记本的代码单元与输出）和行间式子：在它上面加一行“左右滑动”的提示
+      （手机浏览器不显示滚动条，看不出右边还有内容）；只宽出一点（≤ 15%）的式子先缩小到放得下。
+   3. 手机上挤不下的表格（比框宽，或有单元格窄于 MIN_CELL 像素，一行只放得下一两个汉字）：四列以上的
+      （以及宽出四分之一以上的三列表）改成每行一张卡片（表头写在每个格子前面，course.css 的 .course-cards）；
+      其余的给每列一个最小宽度。 */
 (function () {
   "use strict";
 
@@ -78,7 +80,9 @@
         return;
       }
       var cols = table.rows.length ? table.rows[0].cells.length : 0;
-      if (cols >= 4 && labelCells(table)) {
+      // 三列的表宽出正文四分之一以上（教师指南里 450–730 px 的表）也改成卡片：滑动着读三列长文字很累
+      var wide = table.getBoundingClientRect().width > 1.25 * table.parentElement.clientWidth;
+      if ((cols >= 4 || (cols === 3 && wide)) && labelCells(table)) {
         table.classList.add("course-cards");
       } else {
         table.classList.add("course-min-cols");
@@ -91,17 +95,35 @@
     markWide();
   }
 
+  var MATH_SHRINK = 0.85; // 宽出不到 15% 的式子在手机上缩小到放得下（最多缩到 85%），不用滑动
+
+  function fitMath(box) {
+    // 手机上略宽的行间式子缩小一点；每次先恢复原来的字号再量（窗口变宽时不再缩小）
+    if (box.dataset.courseFont === undefined) {
+      box.dataset.courseFont = box.style.fontSize || "";
+    }
+    box.style.fontSize = box.dataset.courseFont;
+    var ratio = box.clientWidth / box.scrollWidth;
+    if (document.documentElement.clientWidth > PHONE || ratio >= 1 || ratio < MATH_SHRINK) {
+      return;
+    }
+    var px = parseFloat(getComputedStyle(box).fontSize);
+    box.style.fontSize = Math.floor(px * ratio * 0.98 * 10) / 10 + "px";
+  }
+
   function markWide() {
-    // 横向滚动的是表格的容器和代码块里的 <pre>；提示放在表格容器或整个代码块（div.highlight）的前面
+    // 横向滚动的是表格的容器、代码块（含笔记本的代码单元与输出）里的 <pre>、MathJax 的行间式子
+    // （mjx-container）；提示放在表格容器、整个代码块（div.highlight）或整个式子（div.math）的前面
     var boxes = document.querySelectorAll(
-      ".bd-article .pst-scrollable-table-container, .bd-article div.highlight > pre",
+      ".bd-article .pst-scrollable-table-container, .bd-article div.highlight > pre, " +
+        ".bd-article mjx-container[display]",
     );
-    // 笔记本的代码单元与输出不加：章节里几十个，每个都加一行提示反而碍事（它们本来就是代码框）
     Array.prototype.forEach.call(boxes, function (box) {
-      if (box.closest(".cell")) {
-        return;
+      var math = box.matches("mjx-container");
+      if (math) {
+        fitMath(box);
       }
-      var anchor = box.matches("pre") ? box.parentNode : box;
+      var anchor = math ? box.closest("div.math") || box : box.matches("pre") ? box.parentNode : box;
       var wide = box.scrollWidth > box.clientWidth + 2;
       var cue = anchor.previousElementSibling;
       var has = cue && cue.classList.contains(CUE);
@@ -109,7 +131,11 @@
         cue = document.createElement("div");
         cue.className = CUE;
         cue.setAttribute("aria-hidden", "true");
-        cue.textContent = box.matches("pre") ? "代码较宽：左右滑动查看 ⇆" : "表格较宽：左右滑动查看 ⇆";
+        cue.textContent = math
+          ? "式子较宽：左右滑动查看 ⇆"
+          : box.matches("pre")
+            ? "代码较宽：左右滑动查看 ⇆"
+            : "表格较宽：左右滑动查看 ⇆";
         anchor.parentNode.insertBefore(cue, anchor);
       } else if (!wide && has) {
         cue.remove();

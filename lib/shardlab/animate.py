@@ -269,6 +269,13 @@ _STYLE = """
 .shardlab-player button{font:inherit;font-size:.9rem;padding:.15rem .7rem;border:1px solid #999;border-radius:.25rem;
   background:#f5f5f5;color:#222;cursor:pointer}
 .shardlab-player .sl-step{font-size:.9rem;margin-left:.4rem}
+html[data-theme=dark] .shardlab-player button{background:#2b2f36;color:#e6e6e6;border-color:#777}
+html[data-theme=dark] .shardlab-player .sl-dev{fill:#23262b;stroke:#9a9a9a}
+html[data-theme=dark] .shardlab-player .sl-txt{fill:#e0e0e0}
+html[data-theme=dark] .shardlab-player .sl-note{fill:#e0e0e0;stroke:#121212}
+html[data-theme=dark] .shardlab-player .sl-link{stroke:#4a4a4a}
+html[data-theme=dark] .shardlab-player .sl-ink{stroke:#c8c8c8}
+html[data-theme=dark] .shardlab-player .sl-inkfill{fill:#c8c8c8}
 .shardlab-strip{display:none}
 .shardlab-strip img{max-width:100%}
 @media print{.shardlab-player{display:none!important}.shardlab-strip{display:block!important}}
@@ -301,38 +308,42 @@ function draw(panel,r){
   const s=Math.min(step,r.frames.length-1), [W,H]=size(r);
   const svg=el("svg",{viewBox:`0 0 ${W} ${H}`,role:"img","aria-label":r.title+"，第 "+s+" 步"});
   const defs=el("defs",{}); const mk=el("marker",{id:"%(id)s-arrow",viewBox:"0 0 10 10",refX:"9",refY:"5",
-    markerWidth:"6",markerHeight:"6",orient:"auto-start-reverse"}); mk.appendChild(el("path",{d:"M0,0L10,5L0,10z",fill:"#555"}));
+    markerWidth:"6",markerHeight:"6",orient:"auto-start-reverse"}); mk.appendChild(el("path",{d:"M0,0L10,5L0,10z",fill:"#555",class:"sl-inkfill"}));
   defs.appendChild(mk); svg.appendChild(defs);
   const seen=new Set();
   for(const [a,b] of r.links){const k=Math.min(a,b)+"-"+Math.max(a,b); if(seen.has(k))continue; seen.add(k);
     const [x1,y1]=pos(r,a),[x2,y2]=pos(r,b);
-    svg.appendChild(el("line",{x1,y1,x2,y2,stroke:"#d0d0d0","stroke-width":"2"}));}
+    svg.appendChild(el("line",{x1,y1,x2,y2,stroke:"#d0d0d0","stroke-width":"2",class:"sl-link"}));}
   const moves=s<r.moves.length?r.moves[s]:[];
   for(const [a,b,dir,chips] of moves){const [x1,y1]=pos(r,a),[x2,y2]=pos(r,b);
     const mx=(x1+x2)/2,my=(y1+y2)/2,dx=x2-x1,dy=y2-y1,L=Math.hypot(dx,dy)||1;
     const off=(r.layout==="ring"?18:28)*dir, nx=-dy/L*off, ny=dx/L*off;
     const sx=x1+dx*0.28,sy=y1+dy*0.28,ex=x2-dx*0.28,ey=y2-dy*0.28;
-    svg.appendChild(el("path",{d:`M${sx},${sy} Q${mx+nx},${my+ny} ${ex},${ey}`,fill:"none",stroke:"#555",
+    svg.appendChild(el("path",{d:`M${sx},${sy} Q${mx+nx},${my+ny} ${ex},${ey}`,fill:"none",stroke:"#555",class:"sl-ink",
       "stroke-width":"1.6","marker-end":`url(#%(id)s-arrow)`}));
     chips.forEach((c,i)=>{const w=Math.max(20,8*c[0].length+8), cx=mx+nx*1.6+(i-(chips.length-1)/2)*(w+2)-w/2, cy=my+ny*1.6-9;
       svg.appendChild(el("rect",{x:cx,y:cy,width:w,height:18,rx:3,fill:pal[c[1]%%pal.length],stroke:"#333","stroke-width":"0.6"}));
       svg.appendChild(el("text",{x:cx+w/2,y:cy+13,"text-anchor":"middle","font-size":"12",fill:"#000"},c[0]));});}
   r.frames[s].forEach((chips,d)=>{const [x,y]=pos(r,d), per=r.per, cw=r.cw, bw=r.bw, bh=r.bh;
-    svg.appendChild(el("rect",{x:x-bw/2,y:y-bh/2,width:bw,height:bh,rx:5,fill:"#fff",stroke:"#777"}));
-    svg.appendChild(el("text",{x:x-bw/2+4,y:y-bh/2+13,"font-size":"12",fill:"#333"},"D"+d));
+    svg.appendChild(el("rect",{x:x-bw/2,y:y-bh/2,width:bw,height:bh,rx:5,fill:"#fff",stroke:"#777",class:"sl-dev"}));
+    svg.appendChild(el("text",{x:x-bw/2+4,y:y-bh/2+13,"font-size":"12",fill:"#333",class:"sl-txt"},"D"+d));
     chips.forEach((c,i)=>{const cx=x-bw/2+3+(i%%per)*cw, cy=y-bh/2+17+Math.floor(i/per)*19;
       const g=el("g",{}); g.appendChild(el("title",{},c[3]));
+      // 块下面垫一层白底：深色模式里半透明的块也和浅色模式一样，上面的黑字看得清
+      g.appendChild(el("rect",{x:cx,y:cy,width:cw-2,height:17,rx:3,fill:"#fff"}));
       g.appendChild(el("rect",{x:cx,y:cy,width:cw-2,height:17,rx:3,fill:pal[c[1]%%pal.length],"fill-opacity":0.25+0.75*c[2]}));
       g.appendChild(el("text",{x:cx+(cw-2)/2,y:cy+13,"text-anchor":"middle","font-size":"12",fill:"#000"},c[0]));
       svg.appendChild(g);});
     if(r.notes&&r.notes[s]){svg.appendChild(el("text",{x:x,y:y+bh/2+14,"text-anchor":"middle","font-size":"12",
-      fill:"#333",stroke:"#fff","stroke-width":"3","paint-order":"stroke"},r.notes[s][d]));}});
-  const status=s===0?"初始状态":(s>=r.frames.length-1?"完成":"");
-  svg.appendChild(el("text",{x:8,y:H-8,"font-size":"13",fill:"#333"},`第 ${s} / ${r.frames.length-1} 步 ${status}`));
+      fill:"#333",stroke:"#fff","stroke-width":"3","paint-order":"stroke",class:"sl-note"},r.notes[s][d]));}});
+  // 几份记录并排时每幅画里写自己的步数（步数可以不同）；只有一幅时步数只写在按钮旁边
+  if(recs.length>1)svg.appendChild(el("text",{x:8,y:H-8,"font-size":"13",fill:"#333",class:"sl-txt"},
+    `第 ${s} / ${r.frames.length-1} 步 ${status(s,r.frames.length-1)}`));
   panel.querySelector(".sl-svg").replaceChildren(svg);}
+function status(s,n){return s===0?"初始状态":(s>=n?"完成":"");}
 function render(){root.dataset.step=String(step);
   root.querySelectorAll(".sl-panel").forEach((p,i)=>draw(p,recs[i]));
-  root.querySelector(".sl-step").textContent=`第 ${step} / ${total} 步`;
+  root.querySelector(".sl-step").textContent=recs.length>1?"":`第 ${step} / ${total} 步 ${status(step,total)}`.trim();
   root.querySelector(".sl-play").textContent=timer?"■ 暂停":"▶ 播放";}
 function stop(){if(timer){clearInterval(timer);timer=null;}}
 function go(s){step=Math.max(0,Math.min(total,s));render();}

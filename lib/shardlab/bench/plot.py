@@ -229,6 +229,8 @@ def plot_reference(result=None, *, sets=None) -> ReferencePlot:
                 bbox_to_anchor=(0.5, -0.3),
                 frameon=False,
             )
+        # constrained layout 没把上图图例的最后一行完全算进去（与下图标题重叠约 2 px）：两幅图之间多留一点
+        fig.get_layout_engine().set(hspace=0.06)
     return ReferencePlot(fig, _reference_caption(result, real, overlaid, (h100, y4, x16)), overlaid)
 
 
