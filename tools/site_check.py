@@ -410,10 +410,13 @@ def check_site(
                 """控制台错误、未捕获的异常、失败的站内请求与 4xx/5xx 响应都记下来"""
                 p.on("console", lambda m: m.type == "error" and console.append(f"{current['page']}: {m.text}"))
                 p.on("pageerror", lambda e: console.append(f"{current['page']}: 未捕获的异常 {e}"))
+                # 翻到下一页时浏览器会中止还没完成的请求（net::ERR_ABORTED）：那不是网站的错；缺的文件由下面的 4xx 记下
                 p.on(
                     "requestfailed",
                     lambda r: (
-                        urlparse(r.url).hostname == HOST and failed.append(f"{current['page']}: {r.url} ({r.failure})")
+                        urlparse(r.url).hostname == HOST
+                        and "ERR_ABORTED" not in str(r.failure)
+                        and failed.append(f"{current['page']}: {r.url} ({r.failure})")
                     ),
                 )
                 p.on(
