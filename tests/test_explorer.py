@@ -464,3 +464,17 @@ def test_tpu_where_mentions_lines_only_when_there_is_one():
         1e9, 4, v5e.ici_bidir_bw, v5e.hop_latency
     )
     assert math.isclose(factor, 1.5, rel_tol=1e-3) and f"慢约 {units.fmt_num(factor)} 倍" in line["where"]
+
+
+def test_the_headline_names_the_fastest_plan_once_cross_node_steps_are_costed():
+    """以前：H100 4×4、B = 1024 时标题写着规划器排第一的（221 µs），它自己的 ⚠ 行却说按跨节点模型约 448 µs，
+    而排第三的 225 µs 没有跨节点的步：标题要说改过之后最快的那一种"""
+    st = explorer.sharding_state(1024, 8192, 32768, "h100", {"X": 4, "Y": 4})
+    opts = st["options"]
+    real = min(range(len(opts)), key=lambda i: opts[i]["t_total_cross"])
+    assert real != st["chosen"] and opts[st["chosen"]]["warn_text"]
+    assert st["summary"].startswith(f"按跨节点模型最快：{opts[real]['label']}")
+    # 没有跨节点的步时，改过的总时间就是表中的总时间，标题照旧
+    tpu = explorer.sharding_state(65536, 8192, 32768, "v5p", {"Y": 4})
+    assert all(o["t_total_cross"] == o["t_total"] for o in tpu["options"])
+    assert tpu["summary"].startswith("最快：")
