@@ -109,8 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="这次给的是全班的提交：花名册里没有文件、也没有疑问的学生在 canvas.csv 与 grades_wide.csv 里记 0 分"
         "（不加时空着：只给了迟交或重评的一部分时，评分器分不出谁没交）",
     )
-    p.add_argument("--wall", type=_positive(float, DAY), default=Limits.wall_s, help="每份提交的墙钟时间上限（秒）")
-    p.add_argument("--cell-timeout", type=_positive(float, DAY), default=Limits.cell_s, help="每个单元的时间上限（秒）")
+    p.add_argument(
+        "--wall", type=_positive(float, DAY, WALL_MIN), default=Limits.wall_s, help="每份提交的墙钟时间上限（秒）"
+    )
+    p.add_argument(
+        "--cell-timeout", type=_positive(float, DAY, CELL_MIN), default=Limits.cell_s, help="每个单元的时间上限（秒）"
+    )
     p.add_argument(
         "--memory-mb", type=_positive(int), default=Limits.memory_bytes >> 20, help="每个进程的地址空间上限（MiB）"
     )
@@ -144,7 +148,7 @@ class Personal:
     key: personal.PersonalKey | None = None
 
 
-def _positive(kind, most: float = float("inf")):
+def _positive(kind, most: float = float("inf"), least: float = 0.0):
     """argparse 的类型：大于 0、不超过 most 的数（以前 --wall 0、--cell-timeout 0、-j 0 照样评，全班超时、0 分，退出码 0；
     --cell-timeout 1e9 在 nbval 里溢出，每个单元都失败，全班 0 分）"""
 
@@ -153,9 +157,10 @@ def _positive(kind, most: float = float("inf")):
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} 不是{'整数' if kind is int else '数'}") from None
-        if not value > 0 or value != value or value > most:
+        if not value > 0 or value != value or value > most or value < least:
+            low = f"不小于 {least:g}" if least else "大于 0"
             raise argparse.ArgumentTypeError(
-                f"要大于 0、不超过 {most:g} 的数（给的是 {text}）；没有“0 表示不限”这种写法"
+                f"要{low}、不超过 {most:g} 的数（给的是 {text}）；没有“0 表示不限”这种写法"
             )
         return value
 
@@ -163,6 +168,7 @@ def _positive(kind, most: float = float("inf")):
 
 
 DAY = 86400.0  # 时间上限最多一天：nbval 的单元超时按毫秒存进 32 位整数，约 24.8 天就溢出
+WALL_MIN, CELL_MIN = 10.0, 1.0  # 更小的上限连内核都起不来、课程的设置单元都跑不完：每个学生都超时或出错
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -251,7 +257,7 @@ def prepare(args) -> Ready:
         _drop_unsigned_claims(found, args.personal.key, assignment)  # 先扔掉伪造的，再数上限：伪造的不占名额
         book = problems.published(assignment)  # 笔记本里写的就是书上的参数：交的是网站上公开的练习
         found.book_params = sorted(
-            {f.roster_id for f in found.found if f.written_params and not f.own_signed and f.written_params == book}
+            {f.rel for f in found.found if f.written_params and not f.own_signed and f.written_params == book}
         )
     over = per_student.limit(found, args.max_files, chapter)
     if over:
@@ -1044,8 +1050,15 @@ def _withheld(results: dict[str, dict], graded_now: bool) -> str | None:
             f"全部 {len(results)} 份提交的每一道题都没有导出答案（no-export）：多半是评分环境或选项的问题"
             "（例如 --cell-timeout 的值），不是学生的问题，所以没有写 grades_wide.csv 和 canvas.csv"
         )
+    failed = (st.ERROR, st.NO_EXPORT, st.TIMEOUT)
+    if all(r.get("problems") and all(p.get("status") in failed for p in r["problems"]) for r in results.values()):
+        return (
+            f"全部 {len(results)} 份提交的每一道题都出错、超时或没有导出：多半是评分环境或选项"
+            "（--memory-mb、--cell-timeout、--wall）的问题，例如课程自己的设置单元没有跑完，不是学生的问题，"
+            "所以没有写 grades_wide.csv 和 canvas.csv"
+        )
     timeouts = [s for s, r in results.items() if timed_out(r)]
-    if len(timeouts) > len(results) / 2:
+    if len(timeouts) >= 2 and len(timeouts) >= len(results) / 2:
         return (
             f"{len(timeouts)} / {len(results)} 份提交有超时：多半是 --wall 或 --cell-timeout 给得太小（或机器太忙），"
             "所以没有写 grades_wide.csv 和 canvas.csv；放宽上限后再运行会重评超时的提交"
@@ -1053,7 +1066,7 @@ def _withheld(results: dict[str, dict], graded_now: bool) -> str | None:
     return None
 
 
-def _held_book_params(results, book_users: list[str]) -> dict:
+def _held_book_params(results, book_files: list[str]) -> dict:
     """计入成绩的那一份写着书上的参数（没有签名）：他做的是网站上公开的练习，不是发给他的个人版。按他的参数判几乎全错，
     但这不是评出来的分数：成绩待核对（让他用自己的个人版重做，或由教师决定按书上的参数给分）"""
     return {
@@ -1061,14 +1074,14 @@ def _held_book_params(results, book_users: list[str]) -> dict:
             "roster_id"
         ]: "待核对：交的是网站上公开的练习（笔记本里是书上的参数），不是发给他的个人版；请他用自己的个人版重做"
         for r in results
-        if r.get("counted") and r.get("roster_id") in book_users
+        if r.get("counted") and r.get("roster_id") and r.get("file") in book_files
     }
 
 
-def _not_copying_the_book(evidence: integrity.Report, book_users: list[str]) -> None:
+def _not_copying_the_book(evidence: integrity.Report, book_files: list[str]) -> None:
     """用书上的参数做公开的练习，答案自然等于书上的答案：这不是抄袭的证据（以前列在 ta/integrity.md 的“需要核对”里）"""
     for finding in evidence.findings:
-        if finding.student in book_users and finding.source == integrity.PUBLISHED:
+        if finding.file in book_files and finding.source == integrity.PUBLISHED:
             finding.flagged = False
 
 

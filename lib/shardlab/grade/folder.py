@@ -75,7 +75,7 @@ class Scan:
         default_factory=dict
     )  # 花名册 id → 认得出是他的、却没有评的文件（不是 .ipynb 等）
     partial: str = ""  # 这次只给了一部分提交（一个个文件、某个学生的文件夹）
-    book_params: list[str] = field(default_factory=list)  # 交的是公开练习（书上的参数、没有签名）的花名册 id
+    book_params: list[str] = field(default_factory=list)  # 公开练习（书上的参数、没有签名）的文件（相对路径）
     skipped_raw: list[tuple[bytes, str]] = field(default_factory=list)  # 没有评的文件的原始相对路径与原因
 
 
