@@ -400,18 +400,7 @@ def test_slow_start_shows_progress_and_warns_only_while_stalled(explorer_site, c
                 page.add_init_script("window.SHARDLAB_EXPLORER_STALL_MS = 1000;")
                 page.goto(f"http://{site_check.HOST}:{httpd.server_address[1]}/index.html", wait_until="load")
                 sel = ".shardlab-explorer[data-kind=collectives]"
-                page.evaluate(
-                    """sel => { window._statuses = []; const s = document.querySelector(sel + ' .shardlab-explorer-status');
-                    new MutationObserver(() => window._statuses.push(s.textContent)).observe(
-                      s, {childList: true, characterData: true, subtree: true}); }""",
-                    sel,
-                )
-                page.locator(sel).locator(".shardlab-explorer-button").click()
-                page.wait_for_function(
-                    f"['is-ready', 'is-failed'].some(c => document.querySelector('{sel}').classList.contains(c))",
-                    timeout=180_000,
-                )
-                statuses = page.evaluate("window._statuses")
+                statuses = [t for t, _ in _start_and_record(page, sel)]
                 assert "is-ready" in page.locator(sel).get_attribute("class"), statuses[-3:]
                 assert any("已下载" in t and "MB" in t for t in statuses), statuses
                 warned = [i for i, t in enumerate(statuses) if "没有进展" in t]
@@ -426,6 +415,23 @@ def test_slow_start_shows_progress_and_warns_only_while_stalled(explorer_site, c
         httpd.server_close()
 
 
+def _start_and_record(page, sel: str) -> list[list[str]]:
+    """点“启动”，记下状态行的每一次变化（[文字, 探索器的 class]），等到就绪或失败"""
+    page.evaluate(
+        """sel => { window._statuses = []; const r = document.querySelector(sel);
+        const s = r.querySelector('.shardlab-explorer-status');
+        new MutationObserver(() => window._statuses.push([s.textContent, r.className])).observe(
+          s, {childList: true, characterData: true, subtree: true}); }""",
+        sel,
+    )
+    page.locator(sel).locator(".shardlab-explorer-button").click()
+    page.wait_for_function(
+        f"['is-ready', 'is-failed'].some(c => document.querySelector('{sel}').classList.contains(c))",
+        timeout=180_000,
+    )
+    return page.evaluate("window._statuses")
+
+
 @slow
 def test_after_the_download_it_says_compiling_not_a_server_problem(explorer_site, chromium):
     """字节都到了以后只剩编译（慢的机器上要十几秒）：状态行说“正在编译（下载已完成）”，不提网络或 MIME 类型"""
@@ -438,19 +444,7 @@ def test_after_the_download_it_says_compiling_not_a_server_problem(explorer_site
             page.add_init_script("window.SHARDLAB_EXPLORER_STALL_MS = 300;")
             page.goto(server.base + "index.html", wait_until="load")
             sel = ".shardlab-explorer[data-kind=collectives]"
-            page.evaluate(
-                """sel => { window._statuses = []; const r = document.querySelector(sel);
-                const s = r.querySelector('.shardlab-explorer-status');
-                new MutationObserver(() => window._statuses.push([s.textContent, r.className])).observe(
-                  s, {childList: true, characterData: true, subtree: true}); }""",
-                sel,
-            )
-            page.locator(sel).locator(".shardlab-explorer-button").click()
-            page.wait_for_function(
-                f"['is-ready', 'is-failed'].some(c => document.querySelector('{sel}').classList.contains(c))",
-                timeout=180_000,
-            )
-            statuses = page.evaluate("window._statuses")
+            statuses = _start_and_record(page, sel)
             texts = [t for t, _ in statuses]
             compiling = [i for i, t in enumerate(texts) if "正在编译（下载已完成）" in t]
             assert compiling and "100%" in texts[compiling[0]], texts
