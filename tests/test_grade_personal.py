@@ -1267,7 +1267,7 @@ def test_a_mistyped_roster_id_holds_the_student_instead_of_recording_zero(tmp_pa
         for sid in ("s000", "s002")
     }
     students = roster.read(typo)
-    why = cli._held_without_file(tmp_path / "o", {}, students, results, {"off_roster": found.off_roster})
+    why = cli._held_without_file({}, students, results, {"off_roster": found.off_roster})
     assert list(why) == ["s010"] and "s001" in why["s010"]
     _, table = outputs.rows(list(results.values()), students, 5, held=why)
     row = next(r for r in table if r["id"] == "s010")
@@ -1276,7 +1276,7 @@ def test_a_mistyped_roster_id_holds_the_student_instead_of_recording_zero(tmp_pa
     text = outputs.summary(table, list(results.values()), [], None)
     assert "## 待核对（1 人" in text and "没有提交" not in text
     # 花名册没写错、只是有人没交：照样“没有提交”
-    assert not cli._held_without_file(tmp_path / "o", {}, students, results, {})
+    assert not cli._held_without_file({}, students, results, {})
 
 
 def test_grading_one_late_file_into_an_old_output_does_not_zero_the_others(tmp_path):
@@ -1292,7 +1292,7 @@ def test_grading_one_late_file_into_an_old_output_does_not_zero_the_others(tmp_p
     results = {"s001_x": {"student": "s001_x", "roster_id": "s001", "points": 5.0, "counted": True, "file": "x"}}
     meta = {"not_in_this_run": ["s000_x.json"]}
     assert cli._earlier_students(out, meta) == {"s000": "s000/x.ipynb"}
-    why = cli._held_without_file(out, meta, students, results, {})
+    why = cli._held_without_file(cli._earlier_students(out, meta), students, results, {})
     assert list(why) == ["s000"] and "以前评过" in why["s000"]
 
 
@@ -1351,7 +1351,7 @@ def test_a_file_that_is_not_a_notebook_holds_its_owner_instead_of_zero(tmp_path)
     args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
     assert sorted(found.owned_ignored) == ["s001", "s002"] and "不是 .ipynb" in found.owned_ignored["s001"]
     doubts = {"owned_ignored": found.owned_ignored, "unidentified": found.unidentified, "partial": found.partial}
-    why = cli._held_without_file(tmp_path / "o", {}, roster.read(roster_path), _no_results_for(found), doubts)
+    why = cli._held_without_file({}, roster.read(roster_path), _no_results_for(found), doubts)
     assert sorted(why) == ["s001", "s002"] and "交了文件但没有评" in why["s001"]
 
 
@@ -1364,7 +1364,7 @@ def test_a_notebook_nobody_can_be_matched_to_holds_the_students_without_a_file(t
     args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
     assert found.unidentified == ["王五作业.ipynb"]
     doubts = {"unidentified": found.unidentified}
-    why = cli._held_without_file(tmp_path / "o", {}, roster.read(roster_path), _no_results_for(found), doubts)
+    why = cli._held_without_file({}, roster.read(roster_path), _no_results_for(found), doubts)
     assert list(why) == ["s002"] and "认不出是谁交的" in why["s002"]
 
 
@@ -1375,9 +1375,7 @@ def test_one_students_folder_given_as_the_submissions_is_a_partial_run(tmp_path,
         tmp_path, own / "s000", "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret)
     )
     assert "学生的文件夹" in found.partial
-    why = cli._held_without_file(
-        tmp_path / "o", {}, roster.read(roster_path), _no_results_for(found), {"partial": found.partial}
-    )
+    why = cli._held_without_file({}, roster.read(roster_path), _no_results_for(found), {"partial": found.partial})
     assert sorted(why) == ["s001", "s002"] and all("不是整个提交目录" in w for w in why.values())
     args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
     assert found.partial == "" and not found.unidentified and not found.owned_ignored
@@ -1517,7 +1515,7 @@ def test_r19_limits_globs_and_the_terminal_summary(tmp_path, capsys):
     wrong = {**zero, "problems": [{"status": status.WRONG}] + [{"status": status.ERROR}] * 2}
     assert cli._withheld({"a": zero, "b": wrong}, True) is None  # 有一道题真的判了：不是环境的问题
     silent = {"status": status.GRADED, "problems": [{"status": status.NO_EXPORT}] * 3}
-    assert "no-export" in cli._withheld({"a": silent, "b": silent}, True)
+    assert "没有导出" in cli._withheld({"a": silent, "b": silent}, True)
     table = identify.Roster([roster.Student("s001", "甲", 2)])
     assert "通配符" in cli._partial([str(tmp_path / "subs" / "s00[1]" / "*.ipynb")], table)
     res = {"student": "s1", "roster_id": "s1", "points": 3.0, "counted": True, "problems": []}

@@ -704,7 +704,7 @@ def _step_cross(
 
 
 def _warn_text(o: planner.MatmulOption, roles: Mapping[str, str], crosses: Sequence, spec: hardware.Chip) -> str:
-    parts, extra = [], 0.0
+    parts = []
     for s, (t_cross, place) in zip(o.steps, crosses):
         if place is None:
             continue
@@ -713,17 +713,16 @@ def _warn_text(o: planner.MatmulOption, roles: Mapping[str, str], crosses: Seque
         where = f"{name} 跨 {place['nodes']} 个{word}"
         if t_cross is None:
             parts.append(f"{where}，表中 {fmt_time(s.time_s)} 偏乐观（书中未给出网卡带宽）")
-            extra = math.nan
         else:
             parts.append(
                 f"{where}：跨节点模型约 {fmt_time(t_cross)}，表中 {fmt_time(s.time_s)}（{_ratio_text(t_cross, s.time_s)}）"
             )
-            extra += t_cross - s.time_s
     if not parts:
         return ""
     text = "⚠ " + "；".join(parts)
-    if not math.isnan(extra):
-        text += f"；总时间约 {fmt_time(o.t_total + extra)}"
+    total = _total_cross(o, crosses)
+    if not math.isnan(total):
+        text += f"；总时间约 {fmt_time(total)}"
     return text + "。"
 
 

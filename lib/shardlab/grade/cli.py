@@ -240,10 +240,7 @@ def prepare(args) -> Ready:
             _refuse_personal_without_key(found)
     else:
         _identify(found, args.personal, args.trust_key, args.roster_notes)
-        found.partial = _partial(args.submissions, identify.Roster(args.personal.students))
-        have, everyone = {f.roster_id for f in found.found}, len(args.personal.students)
-        if not found.partial and everyone >= 3 and len(have) < everyone / 2:
-            found.partial = f"这次只找到花名册里 {len(have)} / {everyone} 名学生的文件（给的是一部分提交？）"
+        found.partial = _partial(args.submissions, identify.Roster(args.personal.students), found.found)
     _refuse_nothing_to_grade(found)
     chapter = _choose_chapter(found.found, args.chapter)
     key = base_key
@@ -570,7 +567,7 @@ def _identify(found: Scan, who: Personal, trust_key: bool = False, notes: list[s
         )
 
 
-def _partial(specs: list[str], table: identify.Roster) -> str:
+def _partial(specs: list[str], table: identify.Roster, found: list[Found] = ()) -> str:
     """提交参数只是班上的一部分时说明是哪部分（一个个文件、名字是学生 id 的文件夹），否则是空串。
     这时没有找到文件的学生不能当成没交（以前重评一个学生时别的学生在 canvas.csv 里都是 0 分）"""
     globs = [s for s in specs if any(ch in s for ch in "*?[")]
@@ -582,6 +579,9 @@ def _partial(specs: list[str], table: identify.Roster) -> str:
         return f"这次给的是学生的文件夹 {terminal(own[0], 100)}{' 等' if len(own) > 1 else ''}，不是整个提交目录"
     if files:
         return f"这次给的是 {len(files)} 个文件，不是整个提交目录"
+    have, everyone = {f.roster_id for f in found}, len(table.students)
+    if everyone >= 3 and len(have) < everyone / 2:
+        return f"这次只找到花名册里 {len(have)} / {everyone} 名学生的文件（给的是一部分提交？）"
     return ""
 
 
@@ -955,9 +955,10 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     _feedback_per_student(out, list(results.values()), held)
     _set_aside_stale_feedback(out, _feedback_not_of_this_run(out, list(results.values())))
     held_why = dict.fromkeys(held, outputs.HELD)
+    earlier = _earlier_students(out, meta)  # 输出目录里以前的、这次没有的结果属于谁（读一次）
     students = args.personal.students if args.personal else None
     if students:
-        held_why |= _held_without_file(out, meta, students, results, meta.get("doubts", {}))
+        held_why |= _held_without_file(earlier, students, results, meta.get("doubts", {}))
         held_why |= _held_unreadable(results.values())
         held_why |= _held_book_params(results.values(), meta.get("doubts", {}).get("book_params", []))
     withheld = _withheld(results, bool(newly))
@@ -983,9 +984,9 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     )
     print(overview, file=sys.stderr)
     if meta.get("not_in_this_run"):
-        earlier = {Path(n).stem for n in meta["not_in_this_run"]} | set(_earlier_students(out, meta))
-        _set_aside_stale_feedback(out, earlier)
-        aside = sum((out / STALE / f"{stem}.md").is_file() for stem in earlier)
+        stems = {Path(n).stem for n in meta["not_in_this_run"]} | set(earlier)
+        _set_aside_stale_feedback(out, stems)
+        aside = sum((out / STALE / f"{stem}.md").is_file() for stem in stems)
         print(
             f"评分器：输出目录里有 {len(meta['not_in_this_run'])} 份以前的结果不属于这次的提交，没有进成绩册（结果还在 results/；"
             f"它们的 {aside} 份反馈在 {STALE}/ 里，免得当成这次的发给学生）",
@@ -1043,13 +1044,6 @@ def _withheld(results: dict[str, dict], graded_now: bool) -> str | None:
             "或时间上限（--wall、--cell-timeout）的问题，不是学生的问题，所以没有写 grades_wide.csv 和 canvas.csv；"
             "修好之后再运行会重评这些提交"
         )
-    silent = [s for s, r in results.items() if r.get("problems") and all(
-        p.get("status") == st.NO_EXPORT for p in r["problems"])]  # fmt: skip
-    if len(silent) == len(results):
-        return (
-            f"全部 {len(results)} 份提交的每一道题都没有导出答案（no-export）：多半是评分环境或选项的问题"
-            "（例如 --cell-timeout 的值），不是学生的问题，所以没有写 grades_wide.csv 和 canvas.csv"
-        )
     failed = (st.ERROR, st.NO_EXPORT, st.TIMEOUT)
     if all(r.get("problems") and all(p.get("status") in failed for p in r["problems"]) for r in results.values()):
         return (
@@ -1085,7 +1079,7 @@ def _not_copying_the_book(evidence: integrity.Report, book_files: list[str]) -> 
             finding.flagged = False
 
 
-def _held_without_file(out: Path, meta: dict, students, results: dict[str, dict], doubts: dict) -> dict:
+def _held_without_file(earlier: dict[str, str], students, results: dict[str, dict], doubts: dict) -> dict:
     """花名册里这次没有文件的学生，有理由相信他们交了的：成绩“待核对”、canvas.csv 里不给分，而不是“没有提交”记 0 分。
     理由（doubts 的键，见 folder.Scan）：
     - 输出目录里有他以前的结果（这次只给了几份迟交的文件，别的学生的文件不在这次的路径里）；
@@ -1094,7 +1088,6 @@ def _held_without_file(out: Path, meta: dict, students, results: dict[str, dict]
     - 有用这个密钥为不在花名册里的 id 生成的个人版（花名册里的 id 改过或写错了）；
     - 有认不出是谁交的笔记本（可能就是他的）"""
     graded = {r.get("roster_id") for r in results.values()} | {m for r in results.values() for m in r.get("group", [])}
-    earlier = _earlier_students(out, meta)
     owned = doubts.get("owned_ignored", {})
     off_roster, unknown = doubts.get("off_roster", []), doubts.get("unidentified", [])
     why = {}

@@ -187,9 +187,7 @@ def wide_csv(pids: list[str], table: list[dict]) -> str:
 def canvas_csv(table: list[dict], column: str) -> str:
     maximum = table[0]["max"] if table else 0.0
     body = [["    Points Possible", "", "", "", "", float(maximum)]]
-    body += [
-        [r["name"] or r["id"], "", r["id"], "", "", "" if r.get("blank", r.get("held")) else r["total"]] for r in table
-    ]
+    body += [[r["name"] or r["id"], "", r["id"], "", "", "" if r["blank"] else r["total"]] for r in table]
     return csv_text(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column], body)
 
 
