@@ -1,5 +1,5 @@
 // 交互探索器：点“启动”后在一个 Web Worker 里用 Pyodide 运行 shardlab.explorer（与笔记本里同一份代码），
-// 网页本身不会因为加载 Python 而卡住。每次重算把 explorer 返回的字典（含原样的参数）写进元素的 data-state，再画出来。
+// 网页本身不会因为加载 Python 而卡住。每次重算把 explorer 返回的字典（含原样的参数）画出来，再写进元素的 data-state。
 // 显示的数字（包括刻度与滑块旁的值）都是 explorer 用 shardlab.units 写好的文字；这里只负责画。
 // 启动前不加载运行时的任何文件；file:// 打开或 .wasm 的 MIME 类型不对时几秒内用中文说明怎么办。
 // 下载时状态行显示已下载的字节数；只有一段时间（STALL_MS）没有任何进展才提示“加载比预期慢”，之后进展照常显示。
@@ -435,6 +435,7 @@ self.onmessage = async (event) => {
     const details = el("details");
     details.append(el("summary", {}, "规划器的说明"), el("pre", {}, state.explain));
     out.append(details);
+    scrollCue(wrap); // out 已在页面里，宽度此刻就量得出；字体晚到时下一帧再量一次
     requestAnimationFrame(() => scrollCue(wrap));
   }
 
@@ -451,7 +452,6 @@ self.onmessage = async (event) => {
     }
     if (ticket !== root._ticket) return; // 之后又改了控件：只显示最新的结果
     root.dataset.ms = String(performance.now() - t0);
-    root.dataset.state = JSON.stringify(state);
     const out = root.querySelector(".shardlab-explorer-output");
     if (state.error) {
       // 保留上一次的结果，在上面加一行说明
@@ -462,6 +462,7 @@ self.onmessage = async (event) => {
       if (root.dataset.kind === "collectives") renderCollectives(out, state);
       else renderSharding(out, state);
     }
+    root.dataset.state = JSON.stringify(state); // 画完才写：等 data-state 变化的人看到的是画好的结果
     root.dispatchEvent(new CustomEvent("shardlab-explorer-update"));
   }
 
