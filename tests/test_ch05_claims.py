@@ -77,7 +77,9 @@ def test_overlap_threshold_states_the_line(glued):
 
 
 def test_patterns_table_uses_the_chapter_definitions(glued):
-    act = 4096 * 4096 * 2
+    act = 6144 * 4096 * 2  # 不是 4096 × 4096：那恰好等于习题 P7 预填充的 V（2048 × 8192）
+    assert glued["ch05-pat-act"] == units.fmt_bytes(act) != units.fmt_bytes(2048 * 8192 * 2)
+    assert glued["ch05-pat-layers"] == "32"
     assert glued["ch05-pat-moe-local"] == units.fmt_bytes(2 * act)  # top-2
     assert glued["ch05-pat-moe-v"] == units.fmt_bytes(8 * 2 * act)  # AllToAll 的 V 是整个组的总字节数
     assert glued["ch05-moe-v"] == units.fmt_bytes(8 * 2 * 8192 * 4096 * 2)  # 5.11 节也计入 top-2

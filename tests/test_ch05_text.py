@@ -76,7 +76,13 @@ def test_tp_quiz_bytes_use_the_same_ring_factor_as_the_time():
 def test_alltoall_quarter_is_only_on_a_bidirectional_ring():
     for text in (CH05, SOL05):
         assert "环上的 AllToAll 只要 AllGather 的 1/4" not in text
-    assert CH05.count("大的双向环上 AllToAll 只要 AllGather 的 1/4") == 2
+    assert CH05.count("大的双向环上 AllToAll 只要 AllGather 的 1/4") == 1  # 小结里
+
+
+def test_section_5_3_tip_does_not_give_problem_3s_limits():
+    """5.3 节末的提示只讲道理（每一片只送到一个目的地、走较短的方向），不写出习题 P3 的两个极限比值"""
+    tip = _between(CH05, "小测验：规约散射一个部分和", "(sec-ch05-regimes)=").split("```{tip}", 1)[1]
+    assert "AllToAll" in tip and not re.search(r"1/4|1/2|四分之一|一半", tip)
 
 
 def test_solution_pointers_point_the_right_way():
@@ -317,3 +323,10 @@ def test_p5_values_are_not_printed_in_the_body():
         assert key not in CH05
     assert '（7B，bf16）"], rows)' not in CH05  # 核心数字表不再有 14 GB 那一列
     assert "units.fmt_time(exact(v7))" not in CH05
+
+
+def test_layers_are_stated_before_the_patterns_table():
+    """5.10 节的表按 4L 数次数：L（层数）在表之前就由代码 glue 给出"""
+    stated = CH05.index("$L$ = {glue:text}`ch05-pat-layers` 层")
+    assert stated < CH05.index("P_PARAMS, L_LAYERS, D_MODEL, T_TOKENS") < CH05.index('f"4L = {4 * L_LAYERS}"')
+    assert 'glue_text("ch05-pat-layers", str(L_LAYERS))' in CH05

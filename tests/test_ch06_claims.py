@@ -233,12 +233,16 @@ def test_mlp_block_threshold(glued):
     assert bw < number(glued["ch06-mlp-ar"]) < bw + 20e-6 < number(glued["ch06-mlp-math"])
 
 
-def test_exercise_8a_book_and_course_outputs(glued):
-    """原书 Q6(a) 的 C[I_X, K]：AllReduce_Y（线）= 2·3·(V/4)/W_单向，V = 2·(I/4)·K；本章的 C[I_X, K_Y]：一半"""
+def test_exercise_8a_book_and_course_outputs(glued, glued_solutions):
+    """原书 Q6(a) 的 C[I_X, K]：AllReduce_Y（线）= 2·3·(V/4)/W_单向，V = 2·(I/4)·K；本章的 C[I_X, K_Y]：一半。
+    6.2 节的小测验换了尺寸（4x8，I = 16384、J = K = 8192）：线长 8，2·7·(V/8)/W_单向"""
     v = 2 * (4096 // 4) * 4096
     ar = 2 * 3 * (v / 4) / V5E_W1
-    assert number(glued["ch06-q2-t"]) == pytest.approx(ar, rel=0.02)
-    assert number(glued["ch06-p8a-rs"]) == pytest.approx(ar / 2, rel=0.02)
+    assert number(glued_solutions["ch06-sol-p8-ar"]) == pytest.approx(ar, rel=0.02)
+    assert number(glued_solutions["ch06-sol-p8-rs"]) == pytest.approx(ar / 2, rel=0.02)
+    vq = 2 * (16384 // 4) * 8192
+    assert number(glued["ch06-q2-t"]) == pytest.approx(2 * 7 * (vq / 8) / V5E_W1, rel=0.02)
+    assert number(glued["ch06-q2-chain"]) == pytest.approx(vq / V5E_W1, rel=0.01)
 
 
 @pytest.fixture(scope="module")
@@ -265,10 +269,10 @@ def test_p7_speedup_is_printed(glued_solutions):
 
 def test_line_allreduce_chain_thresholds(glued):
     """v5e 的线：ReduceScatter + AllGather 的门槛 2(N-1)C/W_单向（N = 8：61,289）；流水线化的链式 AllReduce 是 V/W_单向，
-    门槛与有回绕的环相同 2NC/W_双向（N = 8：35,022）。6.2 的小测验：V = 8.39 MB，链式 V/W_单向 ≈ 186 µs"""
+    门槛与有回绕的环相同 2NC/W_双向（N = 8：35,022）。6.2 的小测验：V = 67.1 MB，链式 V/W_单向 ≈ 1.49 ms"""
     assert number(glued["ch06-v5e-n8"]) == round(2 * 7 * V5E_C / V5E_W1) == 61289
     assert number(glued["ch06-v5e-n8-chain"]) == round(2 * 8 * V5E_C / (2 * V5E_W1)) == 35022
-    v = 2 * 1024 * 4096
+    v = 2 * 4096 * 8192
     assert number(glued["ch06-q2-chain"]) == pytest.approx(v / V5E_W1, rel=0.01)
 
 

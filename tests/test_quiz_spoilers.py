@@ -190,3 +190,90 @@ def test_no_quiz_answer_value_is_shown_before_the_question(page, site):
     assert glue, f"{path} 里没有 glue 的值"
     problems = spoiled_in_executed(nb, glue)
     assert problems == [], "\n".join(problems)
+
+
+# ---------- 正文不给出章末习题的答案（有构建时） ----------
+#
+# 小测验、提示与表格是读者在做习题之前就看到的：它们若恰好写出某道习题的答案（哪怕情形不同、数恰好相同），
+# 读者就丢了那道题。只比较有单位（秒、字节）、至少 3 位数字的答案：像 2 µs、16 倍、1/4 这样的数太常见，不算。
+
+
+def answer_values(chapter: int) -> dict[str, str]:
+    """这一章习题的发布版答案，按正文写数的格式（units.fmt_time / fmt_bytes，三位有效数字）"""
+    from shardlab import units
+    from shardlab.exercise import answers
+
+    fmt = {"s": units.fmt_time, "B": units.fmt_bytes}
+    values = {}
+    for a in answers.ANSWER_LIST:
+        if a.chapter != chapter or a.kind != "value" or a.unit not in fmt:
+            continue
+        text = fmt[a.unit](a.value())
+        if len(re.findall(r"\d", text)) >= 3:
+            values[a.id] = text
+    return values
+
+
+# 数恰好相同、说的却是另一个量的地方（答案 id → 那一行里的一段文字）：每条都写明为什么不算泄露
+COINCIDENCES = {
+    ("ch05-p7-prefill-bytes", "bf16[2048, 8192]"): "5.7 节原书实测的 AllGather 输入，不是 TP 的 AllReduce",
+    ("ch05-p7-prefill-bytes", "34 MB 取整"): "同上，原书实测的数组",
+    ("ch06-p8a-bytes", "3 跳共约"): "6.4 节小测验（原书的实测例子）里线上 AllGather 的每块，不是部分和缓冲区",
+    ("ch06-p5-weight-bytes-per-chip", "2V_C"): "6.3 节 Case 2 规约输出的字节数，不是权重",
+    ("ch06-p5-weight-bytes-per-chip", "| 4096, 8192, 16384 |"): "同上，6.3 节的对照表",
+    ("ch06-p5-t-math", "要先对齐"): "收缩轴不一致那一行的时间，不是 MLP 的计算时间",
+    ("ch06-p2c", "解码（decode）"): "6.8 节解码一行的计算时间，不是 AllReduce_Z",
+}
+
+
+def answers_shown(nb: dict, glue: dict[str, str], secret: dict[str, str]) -> list[str]:
+    """正文（glue 换成它的值）与显示出来的输出（表格、打印）里，按整个数出现的习题答案
+
+    习题一节（“## 5.12 习题” / “## 6.9 习题”）与之后的内容不查：那里本来就是题目。
+    """
+    problems = []
+    for cell in nb["cells"]:
+        source = "".join(cell.get("source", ""))
+        if cell["cell_type"] == "markdown":
+            if re.search(r"^## \d+\.\d+ 习题", source, re.M):
+                break
+            texts = [("正文", GLUE_REF.sub(lambda m: glue.get(m.group(1), ""), source))]
+        elif cell["cell_type"] == "code":
+            if set(cell.get("metadata", {}).get("tags", [])) & HIDDEN_OUTPUT:
+                continue
+            outs = [o for o in cell.get("outputs", []) if "scrapbook" not in o.get("metadata", {})]
+            texts = [("输出", _text_of(o)) for o in outs]
+        else:
+            continue
+        for where, text in texts:
+            for key, value in secret.items():
+                if re.search(rf"(?<![\d.,]){re.escape(value)}(?!/s)", text):
+                    line = next(ln for ln in text.splitlines() if value in ln)
+                    if any(k == key and part in line for k, part in COINCIDENCES):
+                        continue
+                    problems.append(f"{where}写出了习题答案 {key} = {value!r}：{line.strip()[:120]}")
+    return problems
+
+
+def test_answers_shown_catches_a_table_cell():
+    secret = {"ch05-p7-prefill-bytes": "33.6 MB"}
+    table = {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": "| AllReduce | 33.6 MB |"}}
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": "t", "outputs": [table]}]}
+    assert len(answers_shown(nb, {}, secret)) == 1
+    nb["cells"][0]["metadata"]["tags"] = ["remove-output"]
+    assert answers_shown(nb, {}, secret) == []
+    prose = {"cell_type": "markdown", "source": "V = {glue:text}`x`，不是 133.6 MB"}
+    assert len(answers_shown({"cells": [prose]}, {"x": "33.6 MB"}, secret)) == 1
+    assert answers_shown({"cells": [prose]}, {"x": "3.6 MB"}, secret) == []
+    problems = {"cell_type": "markdown", "source": "## 5.12 习题\n\n答案 {glue:text}`x`"}
+    assert answers_shown({"cells": [problems]}, {"x": "33.6 MB"}, secret) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_chapter_body_does_not_show_an_exercise_answer(page, site):
+    path = _executed(site, page)
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    chapter = int(re.search(r"ch(\d\d)", page).group(1))
+    problems = answers_shown(nb, _glue_values(path, nb), answer_values(chapter))
+    assert problems == [], "\n".join(problems)
