@@ -202,7 +202,8 @@ def test_formula_uses_the_chapter_notation_and_gives_the_gpu_latency():
     tpu = explorer.collective_state("v5e", "all_gather", 1e6, axes=["X", "Y"], mesh=V5E_MESH)
     single = explorer.collective_state("v5e", "all_gather", 1e6, axes=["X"], mesh=V5E_MESH)
     for text in (tpu["formula_text"], single["formula_text"]):
-        assert "W_oneway" not in text and "W_bidir" not in text and "W_单向" in text
+        assert "W_oneway" not in text and "W_bidir" not in text and "W_双向" in text
+    assert "W_单向" in tpu["formula_text"]
     assert "b 是" in tpu["formula_text"] and "各片时间的最大值" in tpu["formula_text"]
     gpu = explorer.collective_state("h100", "all_reduce", 1e6, axes=["Y"], mesh={"X": 8, "Y": 16})
     assert f"延迟项（NCCL 模型，这里 = {units.fmt_time(gpu['hop_latency_s'])}）" in gpu["formula_text"]
@@ -478,3 +479,72 @@ def test_the_headline_names_the_fastest_plan_once_cross_node_steps_are_costed():
     tpu = explorer.sharding_state(65536, 8192, 32768, "v5p", {"Y": 4})
     assert all(o["t_total_cross"] == o["t_total"] for o in tpu["options"])
     assert tpu["summary"].startswith("最快：")
+
+
+def test_plot_uses_the_headline_time_on_a_strided_gpu_axis():
+    """H100 16×16 轴 X（每组跨 16 个节点）：曲线的每一点、圆点与交点都用标题里 ⚠ 后的跨节点时间，不是连续放置的"""
+    mesh = {"X": 16, "Y": 16}
+    sizes = explorer.curve_sizes()
+    v = sizes[60]
+    x = explorer.collective_state("h100", "all_gather", v, axes=["X"], mesh=mesh)
+    assert x["optimistic"] and x["curve_model"] == "cross_node"
+    assert x["curve"]["time_s"]["all_gather"][60] == x["plot_time_s"] == x["cross_node_time_s"]
+    assert units.fmt_time(x["plot_time_s"]) in x["summary"]
+    for coll, times in x["curve"]["time_s"].items():
+        for size, t in zip(sizes, times):
+            assert t == explorer.cross_node_time(coll, size, 16, 1, "h100"), (coll, size)
+    assert min(x["y_ticks"])[0] <= min(min(t) for t in x["curve"]["time_s"].values())
+    # 交点按同一个模型：延迟项等于带宽项
+    cross = x["crossover_bytes"]["all_gather"]
+    lat = explorer.cross_node_time("all_gather", 0.0, 16, 1, "h100")
+    assert math.isclose(explorer.cross_node_time("all_gather", cross, 16, 1, "h100"), 2 * lat, rel_tol=1e-9)
+    # 连续的轴：曲线就是 cost.estimate
+    y = explorer.collective_state("h100", "all_gather", v, axes=["Y"], mesh=mesh)
+    assert y["curve_model"] == "cost.estimate" and y["plot_time_s"] == y["time_s"]
+    assert y["curve"]["time_s"]["all_gather"][60] == y["time_s"]
+
+
+@pytest.mark.parametrize("v", [1e3, 1e6, 1e9])
+def test_cross_node_note_follows_the_numbers(v):
+    """H100 16×16 轴 Y：以前不论数字如何都写“所以比……慢”；V = 1 GB 时跨节点其实更快"""
+    h100 = hardware.get_chip("h100")
+    state = explorer.collective_state("h100", "all_gather", v, axes=["Y"], mesh={"X": 16, "Y": 16})
+    one = cost.gpu_ring_latency("all_gather", 16, 16, h100) + cost.gpu_allgather_in_node(
+        v, 16, h100.nvlink_bw_per_direction
+    )
+    here = state["time_s"]
+    where = state["where"]
+    assert f"约 {units.fmt_time(one)}，这里约 {units.fmt_time(here)}" in where
+    assert "所以比" not in where
+    if here > one:
+        assert f"慢约 {units.fmt_num(here / one)} 倍" in where and "反而快" not in where
+    else:
+        assert f"反而快约 {units.fmt_num(one / here)} 倍" in where and "慢约" not in where
+    if v == 1e9:
+        assert here < one
+
+
+def test_formula_lists_the_bandwidth_it_uses_with_its_direction():
+    """有回绕的环的公式用 W_双向：参数里写 W_双向 的值并说明是两个方向之和，不只列 W_单向"""
+    v5e = hardware.get_chip("v5e")
+    ring = explorer.collective_state("v5e", "all_gather", 1e6, axes=["X"], mesh=V5E_MESH)["formula_text"]
+    assert "2V/(N·W_双向)" in ring
+    assert f"W_双向 = {units.fmt_bw(v5e.ici_bidir_bw)}（双向带宽：每条链路两个方向之和）" in ring
+    assert "W_单向" not in ring
+    line = explorer.collective_state("v5e", "all_gather", 1e6, axes=["X"], mesh={"X": 8, "Y": 16})["formula_text"]
+    assert f"W_单向 = {units.fmt_bw(v5e.ici_oneway_bw)}（单向带宽：每条链路一个方向）" in line
+    assert "W_双向" not in line
+    multi = explorer.collective_state("v5e", "all_gather", 1e6, axes=["X", "Y"], mesh=V5E_MESH)["formula_text"]
+    assert "W_双向 = 90 GB/s（双向带宽" in multi and "W_单向 = 45 GB/s（单向带宽" in multi
+
+
+def test_flops_use_one_unit_per_table():
+    """每设备的 FLOP：全表一个单位，由 shardlab.units 写（以前 TFLOP 与逐位写出的 FLOP 混在一起）"""
+    for b in (16, 1024, 65536):
+        state = explorer.sharding_state(b, 1024, 1024, "v5p", {"Y": 4}, scenario="fsdp")
+        found = set(re.findall(r"\d ([kMGTP]?FLOP\w*)", state["explain"]))
+        unit = units.flop_unit(max(o["flops_per_device"] for o in state["options"]))
+        assert found == {unit}, (b, found)
+        for o in state["options"]:
+            assert o["flops_per_device_text"] == units.fmt_flops(o["flops_per_device"], unit)
+            assert o["flops_per_device_text"] in o["describe"]

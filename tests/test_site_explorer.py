@@ -12,9 +12,11 @@ NOTICE、当场打包的 shardlab-core.zip），由 tools/site_check.py 的本�
 from __future__ import annotations
 
 import functools
+import html
 import http.server
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from tools import site_check, site_explorer  # noqa: E402
 
-from shardlab import explorer  # noqa: E402
+from shardlab import explorer, units  # noqa: E402
 
 slow = pytest.mark.slow
 MAX_GROWTH = 16 * 1024 * 1024
@@ -79,6 +81,16 @@ def test_runtime_files_notice_and_size(explorer_site):
     assert not any(n.endswith((".map", ".d.ts", ".html")) for n in names)
     notice = (static / "NOTICE").read_text(encoding="utf-8")
     assert "Mozilla Public License Version 2.0" in notice and "PYTHON SOFTWARE FOUNDATION LICENSE" in notice
+    # “启动”旁写的下载量与进度的总数（data-download）都是网站里这些文件的字节数
+    shipped = site_explorer.shipped_sizes(static)
+    assert shipped == site_explorer.download_sizes() and set(shipped) >= {"pyodide.asm.wasm", site_explorer.CORE_ZIP}
+    page = (explorer_site / "index.html").read_text(encoding="utf-8")
+    assert f"Pyodide，约 {units.fmt_bytes(sum(shipped.values()))}）" in page
+    for found in re.findall(r'data-download="([^"]*)"', page):
+        assert json.loads(html.unescape(found)) == {
+            "files": shipped,
+            "total_text": units.fmt_bytes(sum(shipped.values())),
+        }
     size = sum(p.stat().st_size for p in static.iterdir())
     size += sum(
         (ROOT / "book" / "_static" / n).stat().st_size for n in ("shardlab-explorer.js", "shardlab-explorer.css")
@@ -190,6 +202,14 @@ _WIDE_JS = """root => {
 }"""
 
 
+_TOTAL_HIDDEN_JS = """root => {
+  const wrap = root.querySelector('.shardlab-explorer-scroll');
+  const th = [...wrap.querySelectorAll('th')].find(t => t.textContent === '总时间');
+  const cells = [th, ...wrap.querySelectorAll('td.total')];
+  return Math.max(...cells.map(c => c.getBoundingClientRect().right - wrap.getBoundingClientRect().right));
+}"""
+
+
 def _set(root, name: str, value: str) -> None:
     control = root.locator(f'[name="{name}"]')
     if control.evaluate("e => e.tagName") == "SELECT":
@@ -280,6 +300,9 @@ def _exercise(site: Path, page_path: str, chromium: str, width: str) -> None:
                     if width == "phone":
                         wide = root.evaluate(_WIDE_JS)
                         assert not wide, f"{kind} {name}={value}：手机上超出屏幕：{wide}"
+                    if width == "phone" and kind == "sharding":  # 最要紧的总时间不用左右滑动就看得到
+                        hidden = root.evaluate(_TOTAL_HIDDEN_JS)
+                        assert hidden <= 1, f"{name}={value}：手机上“总时间”一栏在屏幕外 {hidden:.0f} px"
                 if width == "phone":
                     right = root.evaluate("e => e.getBoundingClientRect().right - window.innerWidth")
                     assert right <= 1, f"{page_path}：手机上探索器超出屏幕 {right:.0f} px"
@@ -434,7 +457,8 @@ def _start_and_record(page, sel: str) -> list[list[str]]:
 
 @slow
 def test_after_the_download_it_says_compiling_not_a_server_problem(explorer_site, chromium):
-    """字节都到了以后只剩编译（慢的机器上要十几秒）：状态行说“正在编译（下载已完成）”，不提网络或 MIME 类型"""
+    """字节都到了以后只剩编译（慢的机器上要十几秒）：状态行说“正在编译（运行时已下载完）”，不提网络或 MIME 类型；
+    进度的总数就是“启动”旁写的数（以前进度只数 fetch 到的文件，写着 12.3 MB，旁边却写 13.6 MB）"""
     from playwright.sync_api import sync_playwright
 
     with site_check.SiteServer(explorer_site) as server, sync_playwright() as pw:
@@ -444,15 +468,32 @@ def test_after_the_download_it_says_compiling_not_a_server_problem(explorer_site
             page.add_init_script("window.SHARDLAB_EXPLORER_STALL_MS = 300;")
             page.goto(server.base + "index.html", wait_until="load")
             sel = ".shardlab-explorer[data-kind=collectives]"
+            before = page.locator(sel).locator(".shardlab-explorer-status").inner_text()
             statuses = _start_and_record(page, sel)
             texts = [t for t, _ in statuses]
-            compiling = [i for i, t in enumerate(texts) if "正在编译（下载已完成）" in t]
-            assert compiling and "100%" in texts[compiling[0]], texts
+            compiling = [i for i, t in enumerate(texts) if "正在编译（运行时已下载完）" in t]
+            stated = units.fmt_bytes(sum(site_explorer.shipped_sizes(explorer_site / "_static" / "pyodide").values()))
+            assert f"约 {stated}" in before, before
+            progress = [t for t in texts if "已下载" in t]
+            assert progress and all(f" / {stated}（" in t for t in progress), progress
+            assert compiling and "99%" in texts[compiling[0]], texts  # 只差 shardlab-core.zip
+            assert any("第 2 步" in t and "（100%）" in t for t in texts), texts
             step2 = next(i for i, t in enumerate(texts) if "第 2 步" in t)
             between = statuses[compiling[0] : step2]
             assert not any("没有进展" in t or "application/wasm" in t for t, _ in between), between
             assert not any("is-slow" in c for _, c in between), between
-            # 第 2 步只数这一步下载的 shardlab-core.zip，不带着第 1 步的计数
-            assert not any("第 2 步" in t and "12." in t for t in texts), texts
         finally:
             browser.close()
+
+
+def test_size_slider_starts_at_the_chapter_example():
+    """第 5 章在探索器上面写的例子是 V = 10**6 字节（v5e，16×16，轴 X）：滑块与其余控件一开始就在这里，不在 1 kB"""
+    text = (ROOT / "book" / "ch05_collectives.md").read_text(encoding="utf-8")
+    call = 'explorer.collective_state("v5e", "all_gather", 10**6, axes=["X"], mesh={"X": 16, "Y": 16})'
+    assert call in text and text.index(call) < text.index("{shardlab-explorer} collectives")
+    page = site_explorer.widget_html("collectives")
+    value = float(re.search(r'name="nbytes" min="3" max="9" step="0.05" value="([0-9.]+)"', page)[1])
+    assert round(10**value) == 10**6
+    assert re.search(r'data-for="nbytes"[^>]*>([^<]*)</output>', page)[1] == units.fmt_bytes(10**6)
+    for name, selected in (("chip", "v5e"), ("collective", "all_gather"), ("mesh", "X=16,Y=16"), ("axes", "X")):
+        assert re.search(rf'<select name="{name}"[^>]*>.*?value="{re.escape(selected)}"[^>]*selected', page), name

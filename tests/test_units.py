@@ -84,3 +84,13 @@ def test_md_table():
     assert md.data.splitlines() == ["| a | b\\|c |", "|---|---|", "| 1 | — |", "| x y | 2.5 |"]
     with pytest.raises(ValueError, match="2 列"):
         notebook.md_table(["a", "b"], [[1]])
+
+
+def test_fmt_flops_one_unit_with_si_prefixes():
+    assert units.fmt_flops(8.8e12) == "8.8 TFLOP"
+    assert units.fmt_flops(1.72e10) == "17.2 GFLOP"
+    assert units.fmt_flops(16_777_216) == "16.8 MFLOP"
+    assert units.fmt_flops(2.2e12, "TFLOP") == "2.2 TFLOP"
+    assert units.fmt_flops(1.72e10, units.flop_unit(8.8e12)) == "0.0172 TFLOP"
+    with pytest.raises(ValueError, match="FLOP"):
+        units.fmt_flops(-1)

@@ -10,7 +10,7 @@
 ``_static/pyodide/`` 里的运行时与 ``shardlab-core.zip``，每次改动控件都调用 ``shardlab.explorer``
 （与笔记本里调用的是同一份代码），把结果写进元素的 ``data-state``（JSON）再画出来。
 
-构建结束时复制进网站（约 14 MB；读者点“启动”后要下载的字节数由 download_bytes 算出，写在“启动”旁）：
+构建结束时复制进网站（约 14 MB；读者点“启动”后要下载的字节数由 download_sizes 算出，写在“启动”旁，状态行的进度用同一个总数）：
 
 - ``_static/pyodide/``：锁定版本（package.json）的 pyodide.js / pyodide.mjs、pyodide.asm.mjs（旧版本叫 pyodide.asm.js）、
   pyodide.asm.wasm、python_stdlib.zip、pyodide-lock.json，以及 NOTICE（Pyodide 的 MPL-2.0 与 CPython 的 PSF 许可证）；
@@ -92,13 +92,27 @@ DOWNLOADED = (
 )
 
 
-def download_bytes() -> int | None:
-    """点“启动”后浏览器要下载的字节数（构建时由要复制的文件算出）；没有 node_modules/pyodide 时为 None"""
+def download_sizes() -> dict[str, int]:
+    """点“启动”后浏览器要下载的每个文件的字节数（构建时由复制进网站的同一批文件算出）；没有 node_modules/pyodide 时为空
+
+    “启动”旁写的总数与状态行的进度（已下载 … / 总数）都用它，所以两处是同一个数。
+    """
     try:
         files = runtime_files()
     except RuntimeError:
-        return None
-    return sum(p.stat().st_size for p in files if p.name in DOWNLOADED) + len(core_zip())
+        return {}
+    sizes = {p.name: p.stat().st_size for p in files if p.name in DOWNLOADED}
+    return sizes | {CORE_ZIP: len(core_zip())}
+
+
+def download_bytes() -> int | None:
+    """点“启动”后浏览器要下载的字节数；没有 node_modules/pyodide 时为 None"""
+    return sum(download_sizes().values()) or None
+
+
+def shipped_sizes(dest: Path) -> dict[str, int]:
+    """网站里 dest（_static/pyodide）中浏览器会下载的文件的字节数"""
+    return {p.name: p.stat().st_size for p in dest.iterdir() if p.name in (*DOWNLOADED, CORE_ZIP)}
 
 
 def core_zip() -> bytes:
@@ -155,6 +169,8 @@ def copy_into(dest: Path) -> None:
         shutil.copy2(path, dest / path.name)
     (dest / "NOTICE").write_text(notice(), encoding="utf-8")
     (dest / CORE_ZIP).write_bytes(core_zip())
+    if shipped_sizes(dest) != download_sizes():  # 网页上写的下载量必须是网站里的这些文件
+        raise RuntimeError(f"网站里的运行时文件 {shipped_sizes(dest)} 与网页上写的下载量 {download_sizes()} 不符")
 
 
 # ---- 控件 ----
@@ -198,6 +214,7 @@ def widget_html(kind: str) -> str:
     """一个探索器的 HTML（控件先禁用，启动后由脚本启用）"""
     _lib()
     from shardlab import explorer
+    from shardlab.units import fmt_bytes
 
     if kind == "collectives":
         title = "集合通信的代价：改芯片、网格与大小，看时间和延迟 / 带宽的分界"
@@ -226,10 +243,12 @@ def widget_html(kind: str) -> str:
         ]
     else:
         raise ValueError(f"未知的探索器 {kind!r}：可选 {', '.join(KINDS)}")
-    total = download_bytes()
-    size = f"，约 {total / 1e6:.1f} MB" if total else ""
+    sizes = download_sizes()
+    total = fmt_bytes(sum(sizes.values())) if sizes else ""
+    size = f"，约 {total}" if total else ""
+    download = html.escape(json.dumps({"files": sizes, "total_text": total}, separators=(",", ":")))
     return (
-        f'<div class="shardlab-explorer" data-kind="{kind}" data-state="">'
+        f'<div class="shardlab-explorer" data-kind="{kind}" data-state="" data-download="{download}">'
         f'<div class="shardlab-explorer-title">{html.escape(title)}</div>'
         '<div class="shardlab-explorer-start"><button type="button" class="shardlab-explorer-button">'
         '启动交互探索器</button> <span class="shardlab-explorer-status" role="status">'

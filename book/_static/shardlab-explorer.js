@@ -3,7 +3,7 @@
 // 显示的数字（包括刻度与滑块旁的值）都是 explorer 用 shardlab.units 写好的文字；这里只负责画。
 // 启动前不加载运行时的任何文件；file:// 打开或 .wasm 的 MIME 类型不对时几秒内用中文说明怎么办。
 // 下载时状态行显示已下载的字节数；只有一段时间（STALL_MS）没有任何进展才提示“加载比预期慢”，之后进展照常显示。
-// 运行时的字节都到了之后（COMPILED_AFTER 里的文件都下载完）只剩编译：状态行说“正在编译（下载已完成）”，
+// 运行时的字节都到了之后（COMPILED_AFTER 里的文件都下载完）只剩编译：状态行说“正在编译（运行时已下载完）”，
 // 不再提示网络或服务器的问题，过了 2 × STALL_MS 才温和地说一句“仍在编译”。
 (() => {
   "use strict";
@@ -79,7 +79,20 @@ function watchWasm() {
   };
   return () => { self.fetch = realFetch; };
 }
+// import() 载入的模块（pyodide.mjs、pyodide.asm.mjs）不经 fetch：下载完时从 Resource Timing 报告
+function watchModules(base) {
+  if (typeof PerformanceObserver === "undefined") return;
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      if (!e.name.startsWith(base)) continue;
+      const file = e.name.split("/").pop().split("?")[0];
+      const size = e.decodedBodySize || 0;
+      postMessage({ type: "bytes", file, loaded: size, total: size, done: true, timing: true });
+    }
+  }).observe({ type: "resource", buffered: true });
+}
 async function boot(base) {
+  watchModules(base);
   postMessage({ type: "progress", step: 1, text: "第 1 步（共 3 步）：正在下载并编译 Python 运行时（Pyodide）……" });
   const { loadPyodide } = await import(base + "pyodide.mjs");
   const restore = watchWasm();
@@ -124,22 +137,34 @@ self.onmessage = async (event) => {
 };
 `;
 
-  // 下载进度：各文件已下载 / 总字节数（来自响应头 Content-Length），写成 MB 与百分比（界面文字，不是课程的数字）
-  function bytesText(files) {
+  // 下载进度：已下载 / 总数。总数与“启动”旁写的是同一个数：构建时由网站里的文件算出，写在 data-download
+  // （每个文件的字节数与写好的总数）；已下载的字节数按这些文件逐个数，不超过各自的大小
+  function bytesText(files, download) {
+    const sizes = (download && download.files) || {};
+    const names = Object.keys(sizes);
+    const mb = (b) => (b / 1e6).toFixed(1);
+    if (names.length) {
+      let loaded = 0, total = 0;
+      for (const name of names) {
+        total += sizes[name];
+        const f = files.get(name);
+        if (f) loaded += f.done ? sizes[name] : Math.min(f.loaded, sizes[name]);
+      }
+      return `已下载 ${mb(loaded)} MB / ${download.total_text}（${Math.floor((100 * loaded) / total)}%）`;
+    }
     let loaded = 0, total = 0, unknown = false;
     for (const f of files.values()) {
       loaded += f.loaded;
       total += f.total;
       unknown = unknown || !f.total;
     }
-    const mb = (b) => (b / 1e6).toFixed(1);
     if (unknown || !total) return `已下载 ${mb(loaded)} MB`;
     return `已下载 ${mb(loaded)} MB / ${mb(total)} MB（${Math.floor((100 * loaded) / total)}%）`;
   }
 
   // 启动 Worker；返回 Promise<(name, args) => Promise<state>>。onProgress 接收进度文字，onProblem 接收问题说明
-  function boot(onProgress, onProblem) {
-    const files = new Map();
+  function boot(onProgress, onProblem, download) {
+    const files = new Map(); // 各文件的进度，各步累计（总数是全部要下载的文件）
     let stepText = "";
     checkServing();
     const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
@@ -153,18 +178,19 @@ self.onmessage = async (event) => {
         const msg = event.data;
         if (msg.type === "progress") {
           stepText = msg.text;
-          files.clear(); // 每一步只数这一步下载的文件
+          if (msg.step > 1) for (const f of files.values()) f.done = true; // 第 1 步的文件到这时都已载入
           downloaded = false;
           onProgress(stepText);
         } else if (msg.type === "bytes") {
-          files.set(msg.file, msg);
+          const old = files.get(msg.file);
+          if (!(old && old.done && !msg.done)) files.set(msg.file, msg); // 已下载完的不退回
           const step = stepText.replace(/……$/, "");
-          const text = step ? `${step}：${bytesText(files)}` : bytesText(files);
+          const text = step ? `${step}：${bytesText(files, download)}` : bytesText(files, download);
           downloaded =
             stepText.startsWith("第 1 步") &&
             COMPILED_AFTER.every((name) => files.has(name) && files.get(name).done) &&
             [...files.values()].every((f) => f.done);
-          onProgress(downloaded ? `${text}。正在编译（下载已完成）……` : text);
+          onProgress(downloaded ? `${text}。正在编译（运行时已下载完）……` : text);
         }
         if (msg.type === "problem") onProblem(msg.text);
         else if (msg.type === "failed") reject(new ExplorerError(msg.text));
@@ -302,8 +328,9 @@ self.onmessage = async (event) => {
     if (cross && cross >= xs[0] && cross <= xs[xs.length - 1]) {
       svg.append(el("line", { svg: 1, x1: px(cross), x2: px(cross), y1: T, y2: H - B, class: "crossover" }));
     }
-    if (state.time_s > 0) {
-      svg.append(el("circle", { svg: 1, cx: px(Math.min(Math.max(state.nbytes, xs[0]), xs[xs.length - 1])), cy: py(state.time_s), r: 6, fill: COLORS[state.collective], class: "current" }));
+    // 圆点与曲线用同一个时间（plot_time_s：组跨节点而 cost.estimate 偏乐观时是跨节点模型的时间）
+    if (state.plot_time_s > 0) {
+      svg.append(el("circle", { svg: 1, cx: px(Math.min(Math.max(state.nbytes, xs[0]), xs[xs.length - 1])), cy: py(state.plot_time_s), r: 6, fill: COLORS[state.collective], class: "current" }));
     }
     return svg;
   }
@@ -372,10 +399,11 @@ self.onmessage = async (event) => {
     if (line) label.append(el("span", { class: "line" }, `← ${line.line}`));
     if (group && group.members.length > 1) label.append(el("span", { class: "more" }, `（同样的通信组合另有 ${group.members.length - 1} 种）`));
     if (o.warn_text) label.append(el("span", { class: "warn" }, o.warn_text));
-    row.append(el("td", { class: "num" }, `#${i + 1}`), label);
-    // 偏乐观的时间（组跨节点而代价模型按连续放置算）前面标 ⚠，说明在做法一栏
+    // 偏乐观的时间（组跨节点而代价模型按连续放置算）前面标 ⚠，说明在做法一栏。
+    // 总时间紧跟名次、在做法之前：手机上不用左右滑动就看得到最要紧的一栏
     const mark = o.warn_text ? "⚠" : "";
-    for (const text of [o.t_math_text, mark + o.t_comms_text, mark + o.t_total_text]) row.append(el("td", { class: "time" }, text));
+    row.append(el("td", { class: "num" }, `#${i + 1}`), el("td", { class: "time total" }, mark + o.t_total_text), label);
+    for (const text of [o.t_math_text, mark + o.t_comms_text]) row.append(el("td", { class: "time" }, text));
     return row;
   }
 
@@ -383,7 +411,7 @@ self.onmessage = async (event) => {
     const table = el("table", { class: "shardlab-explorer-table" });
     const head = el("tr");
     const what = all ? "做法（按总时间排序）" : "做法（每种通信组合只列最快的一种）";
-    for (const h of ["名次", what, "T_math", "T_comms", "总时间"]) head.append(el("th", h === what ? { class: "label" } : {}, h));
+    for (const h of ["名次", "总时间", what, "T_math", "T_comms"]) head.append(el("th", h === what ? { class: "label" } : {}, h));
     table.append(head);
     const groupOf = new Map(state.groups.map((g) => [g.members[0], g]));
     const rows = all ? state.options.map((_, i) => i) : state.shown;
@@ -511,7 +539,7 @@ self.onmessage = async (event) => {
     starters.add(root);
     try {
       const t0 = performance.now();
-      runtime = runtime || boot(onProgress, onProblem);
+      runtime = runtime || boot(onProgress, onProblem, JSON.parse(root.dataset.download || "{}"));
       const call = await Promise.race([
         runtime,
         new Promise((_, reject) => {

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from shardlab import cost, hardware, names, planner, sharding
-from shardlab.units import fmt_bw, fmt_bytes, fmt_num, fmt_time
+from shardlab.units import flop_unit, fmt_bw, fmt_bytes, fmt_flops, fmt_num, fmt_time
 
 __all__ = [
     "CURVE_DECADES",
@@ -141,8 +141,9 @@ def _regime_text(regime: str) -> str:
     return "延迟受限（latency-bound）" if regime == "latency-bound" else "带宽受限（bandwidth-bound）"
 
 
-def _flops_text(flops: float) -> str:
-    return f"{fmt_num(flops / 1e12)} TFLOP" if flops >= 1e10 else f"{fmt_num(flops)} FLOP"
+def _flops_text(flops: float, unit: str | None = None) -> str:
+    """每设备的浮点运算次数；unit 是同一张表里共用的单位（shardlab.units.flop_unit），各行单位一致"""
+    return fmt_flops(flops, unit)
 
 
 def range_labels(name: str) -> list[str]:
@@ -181,11 +182,31 @@ def _linear_ticks(hi: float, fmt, max_ticks: int = 4) -> list[list]:
 # ---- 第 5 章：集合通信 ----
 
 
-def _crossover(coll: str, axes, chip, mesh, slice_shape) -> float | None:
-    """延迟项等于带宽项时的字节数：带宽项与 V 成正比，延迟项是 V = 0 时的时间"""
+def _crossover(coll: str, axes, chip, mesh, slice_shape, place: dict | None = None) -> float | None:
+    """延迟项等于带宽项时的字节数：带宽项与 V 成正比，延迟项是 V = 0 时的时间（与图中的曲线同一个模型）"""
+    if _cross_model(coll, chip, place):
+        latency = _plot_time(coll, 0.0, axes, chip, mesh, slice_shape, place)
+        slope = (_plot_time(coll, 1e9, axes, chip, mesh, slice_shape, place) - latency) / 1e9
+        return latency / slope if slope > 0 else None
     latency = cost.estimate(coll, 0.0, axes, chip, mesh=mesh, slice_shape=slice_shape).time_s
     slope = cost.estimate(coll, 1.0, axes, chip, mesh=mesh, slice_shape=slice_shape).bandwidth_term_s
     return latency / slope if slope > 0 else None
+
+
+def _cross_model(coll: str, chip, place: dict | None) -> bool:
+    """这次通信的组跨节点、而 cost.estimate 按连续放置算（偏乐观），且书中有网卡带宽：标题与图都用跨节点模型"""
+    return (
+        place is not None
+        and place["optimistic"]
+        and cross_node_time(coll, 1.0, place["group_size"], place["per_node"], chip) is not None
+    )
+
+
+def _plot_time(coll: str, v: float, axes, chip, mesh, slice_shape, place: dict | None) -> float:
+    """图中一点的时间：与标题里的时间是同一个数（偏乐观的跨节点的轴取跨节点模型，否则取 cost.estimate）"""
+    if _cross_model(coll, chip, place):
+        return cross_node_time(coll, v, place["group_size"], place["per_node"], chip)
+    return cost.estimate(coll, v, axes, chip, mesh=mesh, slice_shape=slice_shape).time_s
 
 
 def axis_placement(mesh: Mapping[str, int], axes: Sequence[str], gpus_per_node: int) -> dict:
@@ -335,17 +356,19 @@ def _where_text(spec: hardware.Chip, est: cost.Estimate, mesh: Mapping[str, int]
             if node_bw
             else "书中未给出带宽"
         )
+        t_here = t_cross if place["optimistic"] and t_cross is not None else est.time_s
         text = (
             f"经过的轴 {names_}每组 {n} 个 GPU：{order}{spread} {place['nodes']} 个{word}里"
             f"（{_per_node_text(place, word)}；{domain}）。"
-            f"跨{word}的部分走出口的网络（InfiniBand，{bw}），每一步的延迟也更大，所以比同样大小的{word}内通信慢。"
+            f"跨{word}的部分走出口的网络（InfiniBand，{bw}）。{_versus_one_domain(spec, est, n, t_here, word)}"
         )
         if place["optimistic"]:
             assumed = place["assumed"]
             where = f"在 {assumed} 个{word}里" if assumed > 1 else f"在同一个{word}里"
-            text += (
-                f"注意：代价模型（cost.estimate）只看 GPU 总数 {n}，按这些 GPU 连续排{where}计算，"
-                f"上面的时间与图中的曲线因此偏乐观。"
+            text += f"注意：代价模型（cost.estimate）只看 GPU 总数 {n}，按这些 GPU 连续排{where}计算，" + (
+                f"标题里的 {fmt_time(est.time_s)} 因此偏乐观；图中的曲线、圆点与交点都按下面的跨节点模型画。"
+                if t_cross is not None
+                else "上面的时间与图中的曲线因此偏乐观。"
             )
             text += _cross_text(spec, place, word, est.time_s, t_cross)
             trailing = list(mesh)[len(mesh) - len(axes) :] == [a for a, _ in axes]
@@ -361,6 +384,24 @@ def _where_text(spec: hardware.Chip, est: cost.Estimate, mesh: Mapping[str, int]
     return f"经过的轴 {names_}共 {n} 台设备（模拟设备：名义值）。"
 
 
+def _one_domain_time(spec: hardware.GpuChip, collective: str, nbytes: float, n: int) -> float:
+    """同样 n 个 GPU 假想都在一个 NVLink 域里（NVSwitch）时 cost 的节点内公式给出的时间，含 NCCL 模型的延迟项"""
+    fn, _ = cost._GPU_IN_NODE[collective]
+    return cost.gpu_ring_latency(collective, n, n, spec) + fn(nbytes, n, spec.nvlink_bw_per_direction)
+
+
+def _versus_one_domain(spec: hardware.GpuChip, est: cost.Estimate, n: int, t_here: float, word: str) -> str:
+    """与同样 n 个 GPU 假想都在一个 NVLink 域里相比：只在算出来更慢时说慢，并写出慢几倍（按算出的数说话）"""
+    t_one = _one_domain_time(spec, est.collective, est.nbytes, n)
+    one = f"同样 {n} 个 GPU 假想都在一个{word.strip()}里（只走 NVLink）约 {fmt_time(t_one)}，这里约 {fmt_time(t_here)}"
+    ratio = t_here / t_one if t_one > 0 else 1.0
+    if fmt_num(ratio) == "1":
+        return f"{one}：这组参数下差不多一样快。"
+    if ratio > 1:
+        return f"{one}：跨{word.strip()}慢{_ratio_text(t_here, t_one)}。"
+    return f"{one}：这组参数下跨{word.strip()}不慢，反而快{_ratio_text(t_one, t_here)}。"
+
+
 def _gpu_formula_notes(text: str, est: cost.Estimate, spec: hardware.Chip) -> str:
     """GPU 的公式：写出 NCCL 模型的延迟项的值，说明 W_NVLink 与 W_node 的方向（与 TPU 写出 t_hop 一样）"""
     if not isinstance(spec, hardware.GpuChip):
@@ -372,6 +413,26 @@ def _gpu_formula_notes(text: str, est: cost.Estimate, spec: hardware.Chip) -> st
         text = text.replace("节点内（NVSwitch）", "NVLink 域内（NVSwitch）").replace("个节点", "个 NVLink 域")
         text = text.replace("每节点经", "每 NVLink 域经")
     return text
+
+
+def _bandwidth_text(text: str, spec: hardware.Chip) -> str:
+    """TPU（与模拟设备）的公式：参数里写出公式实际用到的带宽，并写明方向
+
+    cost.estimate 的参数里总是只列 W_单向；有回绕的环的公式用的是 W_双向（两个方向之和），多轴公式两者都用。
+    按公式里出现的记号列出：W_双向 = …（每条链路两个方向之和）、W_单向 = …（每条链路一个方向）。
+    """
+    if isinstance(spec, hardware.GpuChip) or not hasattr(spec, "ici_oneway_bw"):
+        return text
+    listed = f"W_单向 = {fmt_bw(spec.ici_oneway_bw)}"
+    if listed not in text:
+        return text
+    expr = text.replace(listed, "")
+    used = []
+    if "W_双向" in expr:
+        used.append(f"W_双向 = {fmt_bw(spec.ici_bidir_bw)}（双向带宽：每条链路两个方向之和）")
+    if "W_单向" in expr:
+        used.append(f"W_单向 = {fmt_bw(spec.ici_oneway_bw)}（单向带宽：每条链路一个方向）")
+    return text.replace(listed, "，".join(used), 1) if used else text
 
 
 def _alltoall_w_text(text: str, est: cost.Estimate, spec: hardware.Chip) -> str:
@@ -403,14 +464,15 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
         axes_l = list(mesh_d) if axes is None else _axes_list(axes)
         slice_shape = default_slice_shape(spec, mesh_d)
         est = cost.estimate(collective, nbytes, axes_l, spec, mesh=mesh_d, slice_shape=slice_shape)
+        gpu = isinstance(spec, hardware.GpuChip)
+        place = _gpu_placement(spec, mesh_d, [a for a, _ in est.axes]) if gpu else None
         sizes = curve_sizes()
         curves, crossovers = {}, {}
         for coll in names.COLLECTIVES:
             try:
-                curves[coll] = [
-                    cost.estimate(coll, v, axes_l, spec, mesh=mesh_d, slice_shape=slice_shape).time_s for v in sizes
-                ]
-                crossovers[coll] = _crossover(coll, axes_l, spec, mesh_d, slice_shape)
+                cost.estimate(coll, 1.0, axes_l, spec, mesh=mesh_d, slice_shape=slice_shape)  # 有没有公式
+                curves[coll] = [_plot_time(coll, v, axes_l, spec, mesh_d, slice_shape, place) for v in sizes]
+                crossovers[coll] = _crossover(coll, axes_l, spec, mesh_d, slice_shape, place)
             except ValueError:  # 例如跨节点的 AllToAll 在某些 GPU 上没有公式
                 curves[coll], crossovers[coll] = None, None
     except (ValueError, KeyError) as err:
@@ -424,7 +486,6 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
     positive = [t for times in curves.values() if times for t in times if t > 0]
     cross = crossovers.get(est.collective)
     name = names.display(est.collective)
-    place = _gpu_placement(spec, mesh_d, [a for a, _ in est.axes]) if isinstance(spec, hardware.GpuChip) else None
     t_cross = None
     if place is not None and place["optimistic"]:
         t_cross = cross_node_time(est.collective, est.nbytes, place["group_size"], place["per_node"], spec)
@@ -450,13 +511,18 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
         "mesh": mesh_d,
         "slice_shape": None if slice_shape is None else list(slice_shape),
         "time_s": est.time_s,
+        # 图中圆点的时间：与曲线同一个模型（组跨节点而 cost.estimate 偏乐观时是跨节点模型的 cross_node_time_s）
+        "plot_time_s": t_cross if _cross_model(est.collective, spec, place) else est.time_s,
+        "curve_model": "cross_node" if _cross_model(est.collective, spec, place) else "cost.estimate",
         "bandwidth_term_s": est.bandwidth_term_s,
         "hop_latency_s": est.hop_latency_s,
         "regime": est.regime,
         "regime_text": _regime_text(est.regime),
         "wraparound": None if est.wraparound is None else list(est.wraparound),
         "formula": est.formula,
-        "formula_text": _alltoall_w_text(_gpu_formula_notes(_readable_formula(est.formula), est, spec), est, spec),
+        "formula_text": _alltoall_w_text(
+            _bandwidth_text(_gpu_formula_notes(_readable_formula(est.formula), est, spec), spec), est, spec
+        ),
         "summary": summary,
         "where": _where_text(spec, est, mesh_d, t_cross),
         "crosses_nodes": place is not None and place["nodes"] > 1,
@@ -759,7 +825,13 @@ def _total_cross(o: planner.MatmulOption, crosses: Sequence) -> float:
     return o.t_total + extra
 
 
-def _option(o: planner.MatmulOption, roles: Mapping[str, str], spec: hardware.Chip | None = None, mesh=None) -> dict:
+def _option(
+    o: planner.MatmulOption,
+    roles: Mapping[str, str],
+    spec: hardware.Chip | None = None,
+    mesh=None,
+    flop: str | None = None,
+) -> dict:
     label = _label(o, roles)
     crosses = [_step_cross(spec, mesh, s) if spec is not None else (None, None) for s in o.steps]
     return {
@@ -784,6 +856,7 @@ def _option(o: planner.MatmulOption, roles: Mapping[str, str], spec: hardware.Ch
         "t_total_cross": _total_cross(o, crosses),
         "out": str(o.out),
         "flops_per_device": o.flops_per_device,
+        "flops_per_device_text": _flops_text(o.flops_per_device, flop),
         "t_math": o.t_math,
         "t_comms": o.t_comms,
         "t_total": o.t_total,
@@ -795,7 +868,7 @@ def _option(o: planner.MatmulOption, roles: Mapping[str, str], spec: hardware.Ch
         "describe": "\n".join(
             [
                 f"{label}：T_math ≈ {fmt_time(o.t_math)}，T_comms ≈ {fmt_time(o.t_comms)}，"
-                f"总 ≈ {fmt_time(o.t_total)}（T_math + T_comms），每设备 {_flops_text(o.flops_per_device)}",
+                f"总 ≈ {fmt_time(o.t_total)}（T_math + T_comms），每设备 {_flops_text(o.flops_per_device, flop)}",
                 *(f"    {t}" for t in o.trace),
             ]
         ),
@@ -867,7 +940,8 @@ def sharding_state(
         return {"args": args, "error": _error_text(err)}
     roles = _operand_names(a_spec, b_spec, out_spec)
     spec = hardware.get_chip(chip)
-    options = [_option(o, roles, spec, mesh_d) for o in plan.alternatives]
+    flop = flop_unit(max(o.flops_per_device for o in plan.alternatives))  # 全表一个单位
+    options = [_option(o, roles, spec, mesh_d, flop) for o in plan.alternatives]
     chosen = plan.alternatives.index(plan.chosen)
     groups: dict[str, list[int]] = {}
     for i, o in enumerate(options):

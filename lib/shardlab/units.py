@@ -65,3 +65,24 @@ def fmt_num(x: float, digits: int = 3) -> str:
     if float(x).is_integer() and abs(x) < 1e15:
         return f"{int(x):,}"
     return _sig(x, digits)
+
+
+_FLOP_PREFIXES = (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3), ("FLOP", 1.0))
+
+
+def flop_unit(n: float) -> str:
+    """写 n 次浮点运算最合适的单位（SI 前缀）：2.1e10 → 'GFLOP'；同一处的几个数用同一个单位时传给 fmt_flops"""
+    if n < 0 or math.isnan(n):
+        raise ValueError(f"浮点运算次数（FLOP）不能为负或 NaN：{n}")
+    return next((u for u, s in _FLOP_PREFIXES if n >= s), "FLOP")
+
+
+def fmt_flops(n: float, unit: str | None = None, digits: int = 3) -> str:
+    """浮点运算次数：8.8e12 → '8.8 TFLOP'；unit 给出时用这个单位（'TFLOP' 等），表里的几个数就可以单位一致"""
+    unit = unit or flop_unit(n)
+    scale = dict(_FLOP_PREFIXES).get(unit)
+    if scale is None:
+        raise ValueError(f"未知的浮点运算单位 {unit!r}：可选 {', '.join(u for u, _ in _FLOP_PREFIXES)}")
+    if n < 0 or math.isnan(n):
+        raise ValueError(f"浮点运算次数（FLOP）不能为负或 NaN：{n}")
+    return f"{_sig(n / scale, digits)} {unit}"
