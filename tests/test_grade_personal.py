@@ -1387,6 +1387,21 @@ def test_one_students_folder_given_as_the_submissions_is_a_partial_run(tmp_path,
     assert "--out 在提交目录" not in capsys.readouterr().err
 
 
+def test_one_students_folder_is_identified_by_its_own_name(tmp_path):
+    """以前：给的是 subs/s001 本身时路径从文件夹里面算起，文件夹名不算数：里面没有签名的“作业.ipynb”认不出是谁，整次运行被拒绝"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    real = json.loads((own / "s001" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    (own / "s001" / "ch05_exercises.ipynb").unlink()
+    (own / "s001" / "作业.ipynb").write_text(json.dumps(_unsigned(real)), encoding="utf-8")
+    args, found = _prepare(
+        tmp_path, own / "s001", "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret)
+    )
+    assert [(f.roster_id, f.how, f.rel) for f in found.found] == [("s001", identify.BY_FOLDER, "s001/作业.ipynb")]
+    assert "学生的文件夹" in found.partial and not found.unidentified  # 别的学生照旧待核对，不是 0 分
+    why = cli._held_without_file({}, roster.read(roster_path), _no_results_for(found), {"partial": found.partial})
+    assert sorted(why) == ["s000", "s002"]
+
+
 def test_limits_must_be_positive_and_out_must_be_a_folder(tmp_path):
     """以前：--wall 0、--cell-timeout 0、-j 0 照样评（全班超时、canvas.csv 里 0 分，退出码 0）；--out 是文件时是 Python 的 traceback"""
     parser = cli.build_parser()

@@ -231,7 +231,9 @@ def prepare(args) -> Ready:
     }
     mode = _sandbox_mode(args.sandbox)
     args.roster_notes += _check_submission_args(args.submissions, args.out)  # 评分开始时与别的说明一起打印
-    found = scan(args.submissions, skip=args.out)
+    table = identify.Roster(args.personal.students) if args.personal is not None else None
+    is_student = (lambda name: table.exact(name) is not None) if table is not None else None
+    found = scan(args.submissions, skip=args.out, is_student=is_student)
     args.roster_notes += found.notes
     _peek_all(found, args.personal.secret if args.personal else None)
     _drop_answer_notebooks(found)
