@@ -263,6 +263,19 @@ def test_a_wrong_key_is_noticed_before_anything_is_written(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_wrong_key_on_a_single_file_says_the_key_does_not_match(tmp_path, capsys):
+    """以前：只评一个文件（按笔记本里写的 id 认人）时说这个文件“签名却不是发给他的：不评”，退出码 0，写出一份空的成绩表"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    wrong = tmp_path / "wrong.key"
+    variants.new_secret(wrong)
+    args = [str(own / "s001" / "ch05_exercises.ipynb"), "--out", str(tmp_path / "out"), "--course", str(ROOT),
+            "--roster", str(roster_path), "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    assert cli.main([*args, "--secret-file", str(wrong)]) == 2
+    err = capsys.readouterr().err
+    assert "密钥不对？1 名学生自己的第 5 章笔记本里，有 1 名" in err and "签名却不是发给他的" not in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_mixed_chapters_are_refused_in_roster_mode_too(tmp_path, capsys):
     roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
     shutil.copy(ROOT / "exercises" / "ch06_exercises.ipynb", own / "s000" / "ch06_exercises.ipynb")

@@ -253,7 +253,8 @@ def prepare(args) -> Ready:
         )
         for f in found.found:
             f.written_params = _written(assignment, f)
-        _drop_unsigned_claims(found, args.personal.key, assignment)  # 先扔掉伪造的，再数上限：伪造的不占名额
+        # 先扔掉伪造的，再数上限：伪造的不占名额
+        dropped = _drop_unsigned_claims(found, args.personal.key, assignment)
         book = problems.published(assignment)  # 笔记本里写的就是书上的参数：交的是网站上公开的练习
         found.book_params = sorted(
             {f.rel for f in found.found if f.written_params and not f.own_signed and f.written_params == book}
@@ -266,7 +267,7 @@ def prepare(args) -> Ready:
             "请核对这些文件是不是他们自己交的，再加大 --max-files 重评"
         )
     if args.personal is not None and chapter is not None:
-        problem, notes = personal.reconcile(found.found, args.personal.key, assignment)
+        problem, notes = personal.reconcile(found.found + dropped, args.personal.key, assignment)
         args.roster_notes += notes
         if problem and not args.trust_key:
             raise UsageError(problem + "（确认密钥没错时，加 --trust-key 照样评分）")
@@ -609,10 +610,11 @@ def _written(assignment: str, f: Found) -> dict | None:
         return None
 
 
-def _drop_unsigned_claims(found: Scan, key: personal.PersonalKey, assignment: str) -> None:
+def _drop_unsigned_claims(found: Scan, key: personal.PersonalKey, assignment: str) -> list[Found]:
     """只凭笔记本里写的学生 id 认出的文件，签名必须证明它是发给这个学生的个人版；不然谁都能把一份笔记本写上同学的 id
-    放进来，让那位同学“交”了一份抄来的作业"""
-    keep = []
+    放进来，让那位同学“交”了一份抄来的作业。返回扔掉的文件里带着签名的那些：密钥不对时一份真个人版也是这样，
+    核对密钥（``personal.reconcile``）要看到它们（以前只评一个文件时说是文件的签名不对，密钥错了也照样“评完”）"""
+    keep, signed_dropped = [], []
     for f in found.found:
         if f.how.startswith(identify.BY_EMBEDDED_ID):
             derived = dict(key.params[f.roster_id][assignment])
@@ -625,9 +627,12 @@ def _drop_unsigned_claims(found: Scan, key: personal.PersonalKey, assignment: st
                 found.ignored.append(
                     {"file": f.rel, "reason": f"只凭笔记本里写的学生 id（{f.roster_id}）认出，签名却不是发给他的：不评"}
                 )
+                if tag:
+                    signed_dropped.append(f)
                 continue
         keep.append(f)
     found.found[:] = keep
+    return signed_dropped
 
 
 def _assign_ids(found: Scan) -> None:
