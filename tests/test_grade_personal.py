@@ -1517,6 +1517,24 @@ def test_personal_solutions_and_the_public_exercise_hold_the_student(tmp_path):
     assert [f.source for f in report.flagged] == ["s003"]  # 照抄同学的照样列出
 
 
+def test_book_parameters_pasted_into_a_signed_personal_notebook_are_graded_not_held(tmp_path):
+    """以前：把书上的参数单元贴进自己的（签了名的）个人版，就算成“交的是公开练习”，成绩待核对、让他重做，而不是按发给他的数评分"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    public = json.loads((ROOT / "exercises" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    book_cells = iter([c for c in public["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])])
+    mine = json.loads((own / "s002" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    mine["cells"] = [next(book_cells) if "parameters" in c.get("metadata", {}).get("tags", []) else c
+                     for c in mine["cells"]]  # fmt: skip
+    (own / "s002" / "ch05_exercises.ipynb").write_text(json.dumps(mine), encoding="utf-8")
+    shutil.copy(ROOT / "exercises" / "ch05_exercises.ipynb", own / "s001" / "ch05_exercises.ipynb")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret),
+                           "--allow-blank")  # fmt: skip
+    assert found.book_params == ["s001/ch05_exercises.ipynb"]  # 没有签名的公开练习照旧待核对
+    edited = next(f for f in found.found if f.roster_id == "s002")
+    assert edited.written_params == problems.published("ch05") and edited.peek.tag
+    assert args.personal.key.params["s002"]["ch05"] != problems.published("ch05")  # 按签名的、发给他的数评分
+
+
 def test_one_stray_notebook_of_another_chapter_does_not_let_a_wrong_chapter_through(tmp_path):
     """以前：第 5 章的作业里混进一份第 6 章的笔记本，--chapter 6 的笔误就评下去了，全班都成了“别的章的练习”"""
     roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 4, "ch05", published=False)

@@ -257,7 +257,13 @@ def prepare(args) -> Ready:
         dropped = _drop_unsigned_claims(found, args.personal.key, assignment)
         book = problems.published(assignment)  # 笔记本里写的就是书上的参数：交的是网站上公开的练习
         found.book_params = sorted(
-            {f.rel for f in found.found if f.written_params and not f.own_signed and f.written_params == book}
+            {
+                f.rel
+                for f in found.found
+                if f.written_params == book
+                and not f.own_signed
+                and not _signed_personal(f, args.personal.key, assignment)
+            }
         )
     over = per_student.limit(found, args.max_files, chapter)
     if over:
@@ -608,6 +614,17 @@ def _written(assignment: str, f: Found) -> dict | None:
         return problems.written(assignment, f.peek.param_sources) if f.peek else None
     except Exception:  # noqa: BLE001  不可信的输入
         return None
+
+
+def _signed_personal(f: Found, key: personal.PersonalKey, assignment: str) -> bool:
+    """笔记本带着这个密钥为它的主人（或笔记本里写的花名册上的学生）签的个人版签名，只是参数单元被改过。
+    它不是网站上公开的练习：有人把书上的参数贴进自己的个人版，就照样按签名的（发给他的）参数评分，评分结果里说明参数被改过
+    （以前算成“交的是公开练习”，成绩待核对、让他重做：贴几行书上的参数就能换来一次重做）"""
+    tag = f.peek.tag if f.peek is not None else None
+    if not tag:
+        return False
+    who = {f.roster_id} | ({f.peek.student} if f.peek.student in key.params else set())
+    return any(sid and key.authentic(sid, assignment, dict(key.params[sid][assignment]), tag) for sid in who)
 
 
 def _drop_unsigned_claims(found: Scan, key: personal.PersonalKey, assignment: str) -> list[Found]:
