@@ -349,7 +349,11 @@ def test_ta_files_are_private(tmp_path):
     ("text", "message"),
     [
         ("problem,weight\nch05-p99,2\n", "未知的答案 id"),
-        ("problem,weight\nch05-p1a,-1\n", "0 到 1000"),
+        ("problem,weight\nch05-p1a,-1\n", "0.001 到 1000"),
+        ("problem,weight\nch05-p1a,1e-300\n", "不用科学记数法"),  # 以前：接受，满分约等于 0
+        ("problem,weight\nch05-p1a,１０\n", "不用全角数字"),  # 以前：float() 读成 10
+        ("problem,weight\nch05-p1a,0.0000001\n", "0.001 到 1000"),
+        ("problem,weight\nch05-p1a,nan\n", "半角数字"),
         ("a,b\n", "表头"),
         ("problem,weight\nch05-p1a,0,5\n", "小数请用点"),  # 以前：读成权重 0，不报错
     ],
@@ -581,8 +585,10 @@ def test_output_directory_of_another_chapter_or_with_planted_links_is_refused(tm
 def test_weights_are_bounded_and_belong_to_the_chapter(tmp_path):
     path = tmp_path / "w.csv"
     path.write_text("problem,weight\nch05-p1a,1e308\n", encoding="utf-8")
-    with pytest.raises(outputs.WeightsError, match="0 到 1000"):
+    with pytest.raises(outputs.WeightsError, match="0.001 到 1000"):
         outputs.read_weights(path)
+    path.write_text("problem,weight\nch05-p1a,2\nch05-p1b,0.5\nch05-p2,0\nch05-p1c,.25\n", encoding="utf-8")
+    assert outputs.read_weights(path) == {"ch05-p1a": 2.0, "ch05-p1b": 0.5, "ch05-p2": 0.0, "ch05-p1c": 0.25}
     with pytest.raises(cli.UsageError, match="别的章的题：ch06-p1"):
         cli._check_weights({"ch05-p1a": 2.0, "ch06-p1": 5.0}, 5)
     path.write_text("problem,weight\nch05-p1a,5\nch05-p1a,0\n", encoding="utf-8")
