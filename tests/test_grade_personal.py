@@ -263,6 +263,19 @@ def test_a_wrong_key_is_noticed_before_anything_is_written(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_wrong_key_on_a_single_file_says_the_key_does_not_match(tmp_path, capsys):
+    """以前：只评一个文件（按笔记本里写的 id 认人）时说这个文件“签名却不是发给他的：不评”，退出码 0，写出一份空的成绩表"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    wrong = tmp_path / "wrong.key"
+    variants.new_secret(wrong)
+    args = [str(own / "s001" / "ch05_exercises.ipynb"), "--out", str(tmp_path / "out"), "--course", str(ROOT),
+            "--roster", str(roster_path), "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    assert cli.main([*args, "--secret-file", str(wrong)]) == 2
+    err = capsys.readouterr().err
+    assert "密钥不对？1 名学生自己的第 5 章笔记本里，有 1 名" in err and "签名却不是发给他的" not in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_mixed_chapters_are_refused_in_roster_mode_too(tmp_path, capsys):
     roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
     shutil.copy(ROOT / "exercises" / "ch06_exercises.ipynb", own / "s000" / "ch06_exercises.ipynb")
@@ -336,7 +349,11 @@ def test_ta_files_are_private(tmp_path):
     ("text", "message"),
     [
         ("problem,weight\nch05-p99,2\n", "未知的答案 id"),
-        ("problem,weight\nch05-p1a,-1\n", "0 到 1000"),
+        ("problem,weight\nch05-p1a,-1\n", "0.001 到 1000"),
+        ("problem,weight\nch05-p1a,1e-300\n", "不用科学记数法"),  # 以前：接受，满分约等于 0
+        ("problem,weight\nch05-p1a,１０\n", "不用全角数字"),  # 以前：float() 读成 10
+        ("problem,weight\nch05-p1a,0.0000001\n", "0.001 到 1000"),
+        ("problem,weight\nch05-p1a,nan\n", "半角数字"),
         ("a,b\n", "表头"),
         ("problem,weight\nch05-p1a,0,5\n", "小数请用点"),  # 以前：读成权重 0，不报错
     ],
@@ -568,8 +585,10 @@ def test_output_directory_of_another_chapter_or_with_planted_links_is_refused(tm
 def test_weights_are_bounded_and_belong_to_the_chapter(tmp_path):
     path = tmp_path / "w.csv"
     path.write_text("problem,weight\nch05-p1a,1e308\n", encoding="utf-8")
-    with pytest.raises(outputs.WeightsError, match="0 到 1000"):
+    with pytest.raises(outputs.WeightsError, match="0.001 到 1000"):
         outputs.read_weights(path)
+    path.write_text("problem,weight\nch05-p1a,2\nch05-p1b,0.5\nch05-p2,0\nch05-p1c,.25\n", encoding="utf-8")
+    assert outputs.read_weights(path) == {"ch05-p1a": 2.0, "ch05-p1b": 0.5, "ch05-p2": 0.0, "ch05-p1c": 0.25}
     with pytest.raises(cli.UsageError, match="别的章的题：ch06-p1"):
         cli._check_weights({"ch05-p1a": 2.0, "ch06-p1": 5.0}, 5)
     path.write_text("problem,weight\nch05-p1a,5\nch05-p1a,0\n", encoding="utf-8")
@@ -1387,6 +1406,21 @@ def test_one_students_folder_given_as_the_submissions_is_a_partial_run(tmp_path,
     assert "--out 在提交目录" not in capsys.readouterr().err
 
 
+def test_one_students_folder_is_identified_by_its_own_name(tmp_path):
+    """以前：给的是 subs/s001 本身时路径从文件夹里面算起，文件夹名不算数：里面没有签名的“作业.ipynb”认不出是谁，整次运行被拒绝"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    real = json.loads((own / "s001" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    (own / "s001" / "ch05_exercises.ipynb").unlink()
+    (own / "s001" / "作业.ipynb").write_text(json.dumps(_unsigned(real)), encoding="utf-8")
+    args, found = _prepare(
+        tmp_path, own / "s001", "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret)
+    )
+    assert [(f.roster_id, f.how, f.rel) for f in found.found] == [("s001", identify.BY_FOLDER, "s001/作业.ipynb")]
+    assert "学生的文件夹" in found.partial and not found.unidentified  # 别的学生照旧待核对，不是 0 分
+    why = cli._held_without_file({}, roster.read(roster_path), _no_results_for(found), {"partial": found.partial})
+    assert sorted(why) == ["s000", "s002"]
+
+
 def test_limits_must_be_positive_and_out_must_be_a_folder(tmp_path):
     """以前：--wall 0、--cell-timeout 0、-j 0 照样评（全班超时、canvas.csv 里 0 分，退出码 0）；--out 是文件时是 Python 的 traceback"""
     parser = cli.build_parser()
@@ -1487,6 +1521,24 @@ def test_personal_solutions_and_the_public_exercise_hold_the_student(tmp_path):
                                integrity.Finding("s002", book, "s003", ["a"] * 9, 9, 9, 0.1, 1e-9, True)])  # fmt: skip
     cli._not_copying_the_book(report, found.book_params)
     assert [f.source for f in report.flagged] == ["s003"]  # 照抄同学的照样列出
+
+
+def test_book_parameters_pasted_into_a_signed_personal_notebook_are_graded_not_held(tmp_path):
+    """以前：把书上的参数单元贴进自己的（签了名的）个人版，就算成“交的是公开练习”，成绩待核对、让他重做，而不是按发给他的数评分"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    public = json.loads((ROOT / "exercises" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    book_cells = iter([c for c in public["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])])
+    mine = json.loads((own / "s002" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    mine["cells"] = [next(book_cells) if "parameters" in c.get("metadata", {}).get("tags", []) else c
+                     for c in mine["cells"]]  # fmt: skip
+    (own / "s002" / "ch05_exercises.ipynb").write_text(json.dumps(mine), encoding="utf-8")
+    shutil.copy(ROOT / "exercises" / "ch05_exercises.ipynb", own / "s001" / "ch05_exercises.ipynb")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret),
+                           "--allow-blank")  # fmt: skip
+    assert found.book_params == ["s001/ch05_exercises.ipynb"]  # 没有签名的公开练习照旧待核对
+    edited = next(f for f in found.found if f.roster_id == "s002")
+    assert edited.written_params == problems.published("ch05") and edited.peek.tag
+    assert args.personal.key.params["s002"]["ch05"] != problems.published("ch05")  # 按签名的、发给他的数评分
 
 
 def test_one_stray_notebook_of_another_chapter_does_not_let_a_wrong_chapter_through(tmp_path):

@@ -135,18 +135,48 @@ def test_file_choice_skips_checkpoints_and_macos_copies(tmp_path):
     assert path.name == "y_personal.ipynb" and "学号" in note
 
 
+def _unscored(res: dict) -> None:
+    """评分器出错：results.json 里没有分数，也没有可加的测试分（Gradescope 记不下 0），学生看到原因与该找谁"""
+    jsonschema.validate(res, RESULTS_SCHEMA)
+    assert "score" not in res and res["tests"] == [], res
+    assert "autograder error" in res["output"] and "contact course staff" in res["output"]
+    assert "分数不是 0" in res["output"] and res["visibility"] == "visible"
+
+
 def test_missing_metadata_or_unknown_student_or_no_notebook_still_writes_results(built, tmp_path):
     _, zip_path, _, own, _ = built
     notebook = own / "s001" / "ch05_exercises.ipynb"
     for name, nbs, users, words in [
         ("nosid", [notebook], [{"name": "x"}], "学号"),
-        ("stranger", [notebook], [{"sid": "nobody"}], "不在花名册"),
-        ("empty", [], [{"sid": "s001"}], "没有 .ipynb"),
-    ]:
+        ("stranger", [notebook], [{"sid": "nobody"}], "不在 zip 的花名册"),
+    ]:  # 以前：0 分记进 Gradescope，像是学生什么也没做
         res = gradescope.dry_run(zip_path, nbs, users)
-        jsonschema.validate(res, RESULTS_SCHEMA)
-        assert res["score"] == 0 and words in res["output"], (name, res["output"])
-        assert sum(t["max_score"] for t in res["tests"]) == N5 + 2  # 以前：Gradescope 上显示 0 / 0
+        _unscored(res)
+        assert words in res["output"], (name, res["output"])
+    res = gradescope.dry_run(zip_path, [], [{"sid": "s001"}])  # 没交笔记本是学生的事：0 分
+    jsonschema.validate(res, RESULTS_SCHEMA)
+    assert res["score"] == 0 and "没有 .ipynb" in res["output"]
+    assert sum(t["max_score"] for t in res["tests"]) == N5 + 2  # 以前：Gradescope 上显示 0 / 0
+
+
+def test_a_grader_that_fails_in_the_container_records_no_score(built, tmp_path, capsys):
+    """以前：评分器自己出错（配置读不了、抛异常）时 results.json 写 0 分"""
+    _, zip_path, _, _, _ = built
+    root = tmp_path / "autograder"
+    gradescope._safe_extract(zip_path, root / "source")
+    (root / "submission").mkdir()
+    (root / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": "s001"}]}), encoding="utf-8")
+    (root / "source" / "grader" / "roster.json").unlink()  # run() 里读花名册时抛出 FileNotFoundError
+    assert gradescope.main(["run", "--root", str(root)]) == 0
+    res = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    _unscored(res)
+    assert "FileNotFoundError" in res["output"]
+    assert "autograder error" in capsys.readouterr().out  # 教师在 Autograder Output 里看得到
+    (root / "source" / "grader" / "config.json").write_text("{", encoding="utf-8")
+    assert gradescope.main(["run", "--root", str(root)]) == 0
+    res = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    _unscored(res)
+    assert "配置读不了" in res["output"]
 
 
 def test_student_id_comes_from_sid_then_email():

@@ -231,7 +231,9 @@ def prepare(args) -> Ready:
     }
     mode = _sandbox_mode(args.sandbox)
     args.roster_notes += _check_submission_args(args.submissions, args.out)  # 评分开始时与别的说明一起打印
-    found = scan(args.submissions, skip=args.out)
+    table = identify.Roster(args.personal.students) if args.personal is not None else None
+    is_student = (lambda name: table.exact(name) is not None) if table is not None else None
+    found = scan(args.submissions, skip=args.out, is_student=is_student)
     args.roster_notes += found.notes
     _peek_all(found, args.personal.secret if args.personal else None)
     _drop_answer_notebooks(found)
@@ -251,10 +253,17 @@ def prepare(args) -> Ready:
         )
         for f in found.found:
             f.written_params = _written(assignment, f)
-        _drop_unsigned_claims(found, args.personal.key, assignment)  # 先扔掉伪造的，再数上限：伪造的不占名额
+        # 先扔掉伪造的，再数上限：伪造的不占名额
+        dropped = _drop_unsigned_claims(found, args.personal.key, assignment)
         book = problems.published(assignment)  # 笔记本里写的就是书上的参数：交的是网站上公开的练习
         found.book_params = sorted(
-            {f.rel for f in found.found if f.written_params and not f.own_signed and f.written_params == book}
+            {
+                f.rel
+                for f in found.found
+                if f.written_params == book
+                and not f.own_signed
+                and not _signed_personal(f, args.personal.key, assignment)
+            }
         )
     over = per_student.limit(found, args.max_files, chapter)
     if over:
@@ -264,7 +273,7 @@ def prepare(args) -> Ready:
             "请核对这些文件是不是他们自己交的，再加大 --max-files 重评"
         )
     if args.personal is not None and chapter is not None:
-        problem, notes = personal.reconcile(found.found, args.personal.key, assignment)
+        problem, notes = personal.reconcile(found.found + dropped, args.personal.key, assignment)
         args.roster_notes += notes
         if problem and not args.trust_key:
             raise UsageError(problem + "（确认密钥没错时，加 --trust-key 照样评分）")
@@ -607,10 +616,22 @@ def _written(assignment: str, f: Found) -> dict | None:
         return None
 
 
-def _drop_unsigned_claims(found: Scan, key: personal.PersonalKey, assignment: str) -> None:
+def _signed_personal(f: Found, key: personal.PersonalKey, assignment: str) -> bool:
+    """笔记本带着这个密钥为它的主人（或笔记本里写的花名册上的学生）签的个人版签名，只是参数单元被改过。
+    它不是网站上公开的练习：有人把书上的参数贴进自己的个人版，就照样按签名的（发给他的）参数评分，评分结果里说明参数被改过
+    （以前算成“交的是公开练习”，成绩待核对、让他重做：贴几行书上的参数就能换来一次重做）"""
+    tag = f.peek.tag if f.peek is not None else None
+    if not tag:
+        return False
+    who = {f.roster_id} | ({f.peek.student} if f.peek.student in key.params else set())
+    return any(sid and key.authentic(sid, assignment, dict(key.params[sid][assignment]), tag) for sid in who)
+
+
+def _drop_unsigned_claims(found: Scan, key: personal.PersonalKey, assignment: str) -> list[Found]:
     """只凭笔记本里写的学生 id 认出的文件，签名必须证明它是发给这个学生的个人版；不然谁都能把一份笔记本写上同学的 id
-    放进来，让那位同学“交”了一份抄来的作业"""
-    keep = []
+    放进来，让那位同学“交”了一份抄来的作业。返回扔掉的文件里带着签名的那些：密钥不对时一份真个人版也是这样，
+    核对密钥（``personal.reconcile``）要看到它们（以前只评一个文件时说是文件的签名不对，密钥错了也照样“评完”）"""
+    keep, signed_dropped = [], []
     for f in found.found:
         if f.how.startswith(identify.BY_EMBEDDED_ID):
             derived = dict(key.params[f.roster_id][assignment])
@@ -623,9 +644,12 @@ def _drop_unsigned_claims(found: Scan, key: personal.PersonalKey, assignment: st
                 found.ignored.append(
                     {"file": f.rel, "reason": f"只凭笔记本里写的学生 id（{f.roster_id}）认出，签名却不是发给他的：不评"}
                 )
+                if tag:
+                    signed_dropped.append(f)
                 continue
         keep.append(f)
     found.found[:] = keep
+    return signed_dropped
 
 
 def _assign_ids(found: Scan) -> None:

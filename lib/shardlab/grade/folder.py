@@ -107,8 +107,12 @@ def show(raw: bytes) -> str:
     return clean(raw.decode("utf-8", "backslashreplace"), 500, newlines=False)
 
 
-def scan(specs: list[str], skip: Path | None = None) -> Scan:
+def scan(specs: list[str], skip: Path | None = None, is_student=None) -> Scan:
     """列出要评的提交与被忽略的文件；目录按名字排序，不跟随符号链接。skip：不看的目录（输出目录在提交目录里面时）
+
+    is_student(文件夹名) 说这个名字正好是花名册里的一个 id 时，直接给的这个文件夹是一个学生的文件夹
+    （``subs/2024001``，重评一个学生）：路径从它的上级算起，文件夹名就是学生，与它在班级目录里时一样
+    （以前从文件夹里面算起，文件夹名不算数，认不出是谁，整次运行停下）
 
     直接给的几个文件（没加引号的通配符被 shell 展开成的 ``subs/s1/x.ipynb subs/s2/x.ipynb``）从它们共同的上级目录算起，
     所以 ``s1/``、``s2/`` 照样是学生的文件夹（以前从整个路径算起，文件夹名认不出学生）"""
@@ -156,7 +160,9 @@ def scan(specs: list[str], skip: Path | None = None) -> Scan:
                     "（submission_metadata.yml）：评的是它里面的提交"
                 )
                 top = inner
-            if top in folders:  # 学生的文件夹：路径从它的上级算起，文件夹名就是学生
+            name = os.path.basename(os.path.normpath(os.path.abspath(top)))
+            own = is_student is not None and inner is None and is_student(os.fsdecode(name))
+            if top in folders or own:  # 学生的文件夹：路径从它的上级算起，文件夹名就是学生
                 _walk(os.path.dirname(os.path.abspath(top)), os.path.basename(os.path.abspath(top)), 2, add, result,
                       skipped)  # fmt: skip
             else:

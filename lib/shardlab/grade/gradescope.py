@@ -203,12 +203,31 @@ def _write(root: Path, res: dict) -> None:
 
 
 def _fail(root: Path, message: str, chapter: int | None = None, weights: dict | None = None) -> dict:
-    """整份没有评：0 分；知道章时每道题一项（0 分，满分照旧），Gradescope 上不会显示成 0 / 0"""
+    """学生的提交里没有可评的东西（没有笔记本）：0 分；每道题一项（0 分，满分照旧），Gradescope 上不会显示成 0 / 0
+
+    评分器自己的问题不走这里，见 ``_grader_error``"""
     tests = []
     for spec in answers.chapter_answers(f"ch{chapter:02d}") if chapter else ():
         tests.append({"name": f"{spec.id}：{spec.meaning}", "score": 0.0, "max_score": (weights or {}).get(spec.id, 1.0),
                       "status": "failed", "output": message, "visibility": "visible"})  # fmt: skip
     res = _results(0.0, message, tests)
+    _write(root, res)
+    return res
+
+
+def _grader_error(root: Path, message: str) -> dict:
+    """评分器自己出了问题（配置、提交信息、花名册、隔离、异常）：不给分，而不是 0 分
+
+    results.json 里没有 ``score``，也没有一项测试（Gradescope 文档：``score`` 只在每项测试都有分时可以省略，
+    没有测试就没有可加的分）：Gradescope 记不下一个数。学生看到的 output 说评分器出错、请联系教师；
+    同一段话打印到 stdout（Gradescope 的 “Autograder Output”，教师总能看到）。修好 zip 之后教师用 “Regrade” 重评。
+    """
+    text = (
+        f"评分器出错（autograder error），这次没有给分：{message}。"
+        "这不是你的作业的问题，分数不是 0：请联系教师或助教（contact course staff），修好之后会重新评分"
+    )
+    print(f"shardlab autograder error: {text}", flush=True)
+    res = {"output": text, "visibility": "visible", "stdout_visibility": "visible", "tests": []}
     _write(root, res)
     return res
 
@@ -305,21 +324,19 @@ def run(root: Path) -> dict:
         chapter = int(config["chapter"])
         weights = {k: float(v) for k, v in (config.get("weights") or {}).items()}
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return _fail(root, f"评分器的配置读不了（{exc}）：请教师重新生成 autograder.zip")
+        return _grader_error(root, f"评分器的配置读不了（{exc}），教师要重新生成 autograder.zip")
     try:
         metadata = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        return _fail(root, f"读不了 submission_metadata.json（{exc}）：没法知道这是哪位学生的提交", chapter, weights)
+        return _grader_error(root, f"读不了 submission_metadata.json（{exc}），没法知道这是哪位学生的提交")
     group = members(metadata)
     if not group:
-        return _fail(
-            root, "submission_metadata.json 里没有学号（users[].sid）或邮箱：没法找到这位学生的个人版", chapter, weights
-        )
+        return _grader_error(root, "submission_metadata.json 里没有学号（users[].sid）或邮箱，没法找到这位学生的个人版")
     people = json.loads((private / "roster.json").read_text(encoding="utf-8"))
     known = on_roster(group, people)
     if not known:
         shown = "、".join(terminal(" / ".join(values), 80) for values in group)
-        return _fail(root, f"学号 {shown} 不在花名册里：请联系教师（个人版按花名册生成）", chapter, weights)
+        return _grader_error(root, f"学号 {shown} 不在 zip 的花名册（roster）里，个人版按花名册生成")
     path, peek, file_note = choose_notebook(root / "submission", chapter, known)
     if path is None:
         return _fail(root, f"提交里没有 .ipynb 笔记本：请上传你的 ch{chapter:02d}_exercises.ipynb", chapter, weights)
@@ -335,7 +352,7 @@ def run(root: Path) -> dict:
         )
     mode, uid, isolation = choose_isolation(config)
     if mode is None:
-        return _fail(root, f"评分器不能安全地运行你的笔记本（{isolation}）：这不是你的错，请告诉教师", chapter, weights)
+        return _grader_error(root, f"评分器不能安全地运行你的笔记本（{isolation}）")
     assignment = f"ch{chapter:02d}"
     variants_doc = json.loads((private / "variants.json").read_text(encoding="utf-8"))
     public = json.loads((private / "public_key.json").read_text(encoding="utf-8"))
@@ -354,7 +371,7 @@ def run(root: Path) -> dict:
     try:
         res = _grade(root, path, sid, chapter, key, int(config["seed"]), weights, mode, uid, source)
     except IsolationError as exc:
-        return _fail(root, f"评分器不能安全地运行你的笔记本（{exc}）：这不是你的错，请告诉教师", chapter, weights)
+        return _grader_error(root, f"评分器不能安全地运行你的笔记本（{exc}）")
     if uid is not None:
         reap_uid(uid)  # 评分器写结果之前，学生的进程一个不剩
     return _report(root, res, chapter, weights, [f"学号 {sid}，第 {chapter} 章", group_note, file_note, issued_note,
@@ -528,12 +545,15 @@ def dry_run_main(argv: list[str]) -> int:
         print(f"shardlab-grade gradescope-dry-run：{exc}", file=sys.stderr)
         return 2
     warnings = signature_warnings(args.zip, args.notebooks, args.sid)
-    if all(t["output"] == res["output"] and not t["score"] for t in res["tests"]):  # 整份没有评（学号不在花名册里……）
+    if "score" not in res:  # 评分器出错（学号不在花名册里、隔离不行……）：Gradescope 上没有分数
+        warnings.append(f"评分器出错，这份提交没有分数（不是 0 分）：{res['output']}")
+    elif all(t["output"] == res["output"] and not t["score"] for t in res["tests"]):  # 整份 0 分（没有笔记本）
         warnings.append(f"这份提交没有评分：{res['output']}")
     for warning in warnings:
         print(f"警告：{warning}", file=sys.stderr)
     total = sum(t["max_score"] for t in res["tests"])
-    print(f"得分 {res['score']:g} / {total:g}\n{res['output']}")
+    score = f"{res['score']:g} / {total:g}" if "score" in res else "没有分数（评分器出错）"
+    print(f"得分 {score}\n{res['output']}")
     for t in res["tests"]:
         print(
             f"{'✓' if t['status'] == 'passed' else '✗'} {t['name']}：{t['score']:g}/{t['max_score']:g}  {t['output']}"
@@ -550,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             run(args.root)
         except Exception as exc:  # noqa: BLE001  Gradescope 里任何失败都要写出 results.json
-            _fail(args.root, f"评分器出错（不是你的错，请告诉教师）：{type(exc).__name__}: {exc}")
+            _grader_error(args.root, f"{type(exc).__name__}: {exc}")
         return 0
     p = argparse.ArgumentParser(
         prog="shardlab-grade gradescope", description="写出 Gradescope 的自动评分器 zip（不含密钥）"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import statistics
 from collections import Counter
 from collections.abc import Mapping
@@ -30,6 +31,8 @@ from shardlab.untrusted import csv_cell, md_cell, md_code, md_inline
 
 NO_SUBMISSION = "没有提交"
 MAX_WEIGHT = 1000.0
+MIN_WEIGHT = 0.001  # 不是 0 的权重至少这么大：1e-300 这样的权重让满分接近 0，分数的比例没有意义
+_PLAIN_DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?|\.[0-9]+", re.ASCII)  # 只认 ASCII 的十进制小数：不要指数、全角数字
 TA_DIR = "ta"
 TA_MODE = 0o600
 
@@ -63,12 +66,13 @@ def read_weights(path: Path | None) -> dict[str, float]:
         if pid not in answers.ANSWERS:
             bad.append(f"第 {n} 行：未知的答案 id（problem）{pid!r}")
             continue
-        try:
-            w = float(raw)
-        except ValueError:
-            w = -1.0
-        if not 0 <= w <= MAX_WEIGHT:
-            bad.append(f"第 {n} 行：权重（weight）{raw!r} 应当是 0 到 {MAX_WEIGHT:g} 之间的数")
+        # float() 认 "1e-300"、"１０"（全角数字）、"nan"、"1_0"：都不是教师在表格里会写的权重
+        w = float(raw) if _PLAIN_DECIMAL.fullmatch(raw) else -1.0
+        if not (w == 0 or MIN_WEIGHT <= w <= MAX_WEIGHT):
+            bad.append(
+                f"第 {n} 行：权重（weight）{raw!r} 应当是 0，或 {MIN_WEIGHT:g} 到 {MAX_WEIGHT:g} 之间的数，"
+                "用半角数字和小数点写（例如 2 或 0.5，不用科学记数法、不用全角数字）"
+            )
             continue
         if pid in weights:
             bad.append(f"第 {n} 行：{pid} 已经在前面给过权重（只能给一次）")
