@@ -137,6 +137,9 @@ def test_setup_cell_is_collapsed_and_ui_strings_are_chinese(site):
         if page != "book/environment":
             first = re.search(r'<div class="cell[^"]*docutils container"', html)
             assert first and "tag_hide-input" in first.group(0), f"{page} 的第一个代码单元没有折叠"
+        if page.startswith(("book/ch05", "book/ch06")):  # 各章第二个单元导入本章的库：和设置单元一样折叠
+            cells = re.findall(r'<div class="cell( [^"]*)? docutils container"', html)
+            assert len(cells) > 2 and "tag_hide-input" in cells[1], f"{page} 导入库的单元没有折叠"
 
 
 @slow

@@ -5,6 +5,7 @@
 - 打开 ``search.html?q=词``，等搜索结束、第一个结果的摘要出来；
 - 第一个结果在定义它的那一页，链接带锚点（``#…``），锚点在那一页里存在；
 - 摘要里有这个词，没有原样的 TeX（``\\(``、``$$``、``\\text{``……），不是目录（“目录”或两个以上的节标题），不是代码；
+- 结果里同一页只出现一次；``SENTENCE_TERMS`` 的词落在定义它的那一段（``<p>``），不是节标题；
 - 点这个结果：落地页里这个词整个被高亮（``span.highlighted``），而且至少有一处在屏幕里、不在顶栏下面。
 
 另有一个不用浏览器的测试：``tools/site_zh.py`` 的 ``DEFINITIONS`` 与这里的期望一致（每个词定义在哪一页）。
@@ -73,6 +74,9 @@ DEFINED_IN = {
     "Megatron": CH06,
 }
 
+# 节的标题就是这个词的：点开要落在标题下定义它的那一段，不是标题（tools/site_zh.py 的 Definition.sentence）
+SENTENCE_TERMS = {"带宽项"}
+
 slow = pytest.mark.slow
 
 # 搜索页：等搜索结束、第一个结果的摘要（p.context）出来；返回第一个结果
@@ -88,12 +92,18 @@ async () => {
     if (done && i > 100) break;                  // 结束 5 秒后仍没有摘要
     await new Promise(r => setTimeout(r, 50));
   }
+  for (let i = 0; i < 100; i++) {                // 等全部结果列完（_finishSearch 写下汇总）
+    if (typeof Search !== "undefined" && Search._pulse_status === -1 &&
+        (document.querySelector("#search-results p.search-summary") || {}).innerText) break;
+    await new Promise(r => setTimeout(r, 50));
+  }
   const li = first();
   if (!li) return null;
   const a = li.querySelector("a");
   const ctx = li.querySelector("p.context");
+  const all = Array.from(document.querySelectorAll("#search-results ul.search li > a")).map(x => x.href);
   return {href: a.href, title: a.textContent, snippet: ctx ? ctx.textContent : null,
-          count: document.querySelectorAll("#search-results ul.search li").length};
+          count: all.length, all};
 }
 """
 
@@ -121,9 +131,12 @@ async (term) => {
     return r.width > 0 && r.height > 0 && r.top >= top - 1 && r.bottom <= window.innerHeight + 1;
   });
   const hash = decodeURIComponent(location.hash.slice(1));
+  const target = hash ? document.getElementById(hash) : null;
   return {
     url: location.href,
-    anchorExists: !hash || !!document.getElementById(hash),
+    anchorExists: !hash || !!target,
+    anchorTag: target ? target.tagName.toLowerCase() : null,
+    anchorText: target ? target.textContent.replace(/\s+/g, " ").trim().slice(0, 200) : null,
     highlighted: marks().length,
     anyHighlight: article.querySelectorAll("span.highlighted").length,
     shown: shown.length,
@@ -148,6 +161,8 @@ class Outcome:
     anchor: str = ""
     snippet: str | None = None
     results: int = 0
+    hrefs: list[str] = field(default_factory=list)  # 全部结果的链接（去掉 ?highlight=）
+    anchor_tag: str | None = None  # 落地的锚点是什么元素（p、section……）
     problems: list[str] = field(default_factory=list)
 
 
@@ -208,6 +223,11 @@ def search_terms(site: Path, chromium: str, terms: dict[str, str]) -> dict[str, 
                     continue
                 out.page, out.anchor = _page_of(first["href"])
                 out.snippet, out.results = first["snippet"], first["count"]
+                out.hrefs = [_page_of(h)[0] + "#" + _page_of(h)[1] for h in first["all"]]
+                pages = [h.split("#")[0] for h in out.hrefs]
+                repeated = sorted({p for p in pages if pages.count(p) > 1})
+                if repeated:
+                    out.problems.append(f"结果重复：同一页列了不止一次 {repeated}（{out.hrefs}）")
                 if out.page != want:
                     out.problems.append(f"第一个结果是 {out.page}，不是定义它的 {want}")
                 if not out.anchor:
@@ -216,6 +236,9 @@ def search_terms(site: Path, chromium: str, terms: dict[str, str]) -> dict[str, 
                 page.wait_for_load_state("load")
                 landing = page.evaluate(_LANDING_JS, term)
                 _judge_snippet(out, landing)
+                out.anchor_tag = landing["anchorTag"]
+                if term in SENTENCE_TERMS and (out.anchor_tag != "p" or term not in (landing["anchorText"] or "")):
+                    out.problems.append(f"锚点落在 <{out.anchor_tag}> 上，不是含这个词的定义句（段落）")
                 if not landing["anchorExists"]:
                     out.problems.append(f"锚点 #{out.anchor} 在 {out.page} 里不存在")
                 if not landing["highlighted"]:
@@ -283,6 +306,10 @@ def test_definitions_get_an_anchor_and_a_main_index_entry():
     entries = [e for n in doc.findall(addnodes.index) for e in n["entries"]]
     assert ("single", "wraparound", "def-回绕", "main", None) in entries
     assert ("single", "单向环", "def-单向环", "main", None) in entries
+    # sentence=True：跳过含这个词的标题，落在正文里第一个含它的段落
+    doc = _doctree()
+    site_zh.mark_definitions(doc, "d", [site_zh.Definition("双向环", "d", "单向环与双向环", sentence=True)], ())
+    assert doc.ids["def-双向环"].tagname == "paragraph" and doc.ids["def-双向环"].astext() == "正文里的双向环。"
 
 
 def test_a_definition_that_is_not_there_fails_the_build():
@@ -311,6 +338,19 @@ def test_first_result_is_the_anchored_definition(outcomes):
         if any("第一个结果" in p or "锚点" in p or "没有结果" in p for p in o.problems)
     }
     assert not bad, _table(bad)
+
+
+@slow
+def test_no_page_is_listed_twice(outcomes):
+    bad = {t: o for t, o in outcomes.items() if any(p.startswith("结果重复") for p in o.problems)}
+    assert not bad, _table(bad)
+    assert all(o.results >= 1 for o in outcomes.values())
+
+
+def test_sentence_terms_are_marked_to_land_on_their_sentence():
+    from tools import site_zh
+
+    assert {d.term for d in site_zh.DEFINITIONS.values() if d.sentence} == SENTENCE_TERMS
 
 
 @slow

@@ -1,8 +1,11 @@
-"""网站上的解答（tools/site_check.py 的浏览器）：题目看得见，每道题的解答折叠着，点开才看到；练习页不显示“未作答”
+"""网站上的解答（tools/site_check.py 的浏览器）：题目看得见，每道题的解答折叠着，点开才看到；
+每个数值答案下面看得见一行“答案：……”，值与评分用的答案表一致；练习页不显示“未作答”
 
 网站来自 SHARDLAB_SITE（make test-site 构建的 _build/html）或 conftest.py 的 built_site；没有 Chromium 时跳过（CI 里失败）。
 """
 
+import math
+import re
 import sys
 from pathlib import Path
 from urllib.parse import urlparse
@@ -45,6 +48,11 @@ _STATE_JS = r"""
     checkMarks: document.body.innerText.split("✓").length - 1,
     unanswered: cells(".cell_output").filter(shown).filter(o => o.innerText.includes("未作答")).length,
     solutionLinks: cells("a[href*='-sol-p']").map(a => a.href),
+    answerLines: cells("div.cell").filter(c => /(^| )tag_ch\d\d-p/.test(c.className)).map(c => ({
+      id: c.className.match(/(?:^| )tag_(ch\d\d-p[^ ]+)/)[1],
+      lines: Array.from(c.querySelectorAll(".cell_output")).filter(shown)
+        .flatMap(o => o.innerText.split("\n")).map(l => l.trim()).filter(l => l.startsWith("答案：")),
+    })),
   };
 }
 """
@@ -78,6 +86,36 @@ def states(site, chromium):
     return out
 
 
+_ANSWER_LINE = re.compile(r"^答案：.*?(?:（)?(\w+) = (-?[\d,]+(?:\.\d+)?(?:e[+-]?\d+)?)(?: (?:s|B|FLOP))?）?$")
+
+
+def answer_line_problems(answer_lines: list[dict], chapter: str) -> list[str]:
+    """每个数值答案单元下面有且只有一行看得见的“答案：……”，写的值与评分用的答案表（发布版参数）一致"""
+    from shardlab.exercise import answers
+    from shardlab.grade import key
+
+    reference = key.registry_key()
+    problems, seen = [], set()
+    for cell in answer_lines:
+        spec = answers.get(cell["id"])
+        seen.add(spec.id)
+        if spec.kind != "value":
+            continue
+        if len(cell["lines"]) != 1:
+            problems.append(f"{spec.id}：看得见的“答案：”行有 {len(cell['lines'])} 行，应当 1 行")
+            continue
+        m = _ANSWER_LINE.match(cell["lines"][0])
+        if not m or m.group(1) != spec.var:
+            problems.append(f"{spec.id}：答案行读不出 {spec.var} 的值：{cell['lines'][0]!r}")
+            continue
+        shown, want = float(m.group(2).replace(",", "")), reference[spec.id]["value"]
+        if not math.isclose(shown, want, rel_tol=1e-3, abs_tol=1e-300):
+            problems.append(f"{spec.id}：答案行写 {shown:g}，答案表是 {want:g}")
+    missing = sorted(a.id for a in answers.chapter_answers(chapter) if a.kind == "value" and a.id not in seen)
+    problems += [f"{aid}：解答页上没有它的答案单元" for aid in missing]
+    return problems
+
+
 def test_solutions_are_pages_of_the_site():
     assert SOLUTION_PAGES == ["solutions/ch05_solutions", "solutions/ch06_solutions"]
 
@@ -94,6 +132,33 @@ def test_each_problems_worked_answer_is_folded(states, name):
     assert state["solutionCells"] > 0 and state["solutionCellsShown"] == 0, "有解答单元没有折叠"
     assert state["checkMarks"] >= state["answerCells"]  # 每个自检都显示 ✓
     assert state["afterClick"] == 1  # 点开一个，它就显示出来
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SOLUTION_PAGES)
+def test_every_value_answer_is_shown_on_its_own_line(states, name):
+    """解答页上每一问的数值答案：答案单元（代码折叠着）下面看得见一行“答案：23.3 µs（p1a = 2.33e-05 s）”"""
+    chapter = name.split("/")[1][:4]
+    problems = answer_line_problems(states[name]["answerLines"], chapter)
+    assert problems == [], "\n".join(problems)
+
+
+def test_answer_line_check_catches_a_missing_or_wrong_line():
+    """不需要浏览器：answer_line_problems 认出少了的、多了的与写错的答案行"""
+    from shardlab.exercise import answers
+    from shardlab.grade import key
+    from shardlab.notebook import answer_line
+
+    ref = key.registry_key()
+    good = [
+        {"id": a.id, "lines": [answer_line(a.id, ref[a.id]["value"])] if a.kind == "value" else []}
+        for a in answers.chapter_answers("ch05")
+    ]
+    assert answer_line_problems(good, "ch05") == []
+    assert len(answer_line_problems([dict(c, lines=[]) for c in good], "ch05")) == 16
+    wrong = [dict(c, lines=[answer_line(c["id"], 2 * ref[c["id"]]["value"] + 1)]) if c["lines"] else c for c in good]
+    assert len(answer_line_problems(wrong, "ch05")) == 16
+    assert answer_line_problems(good[1:], "ch05") == [f"{good[0]['id']}：解答页上没有它的答案单元"]
 
 
 @pytest.mark.slow

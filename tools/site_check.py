@@ -13,7 +13,8 @@
 - 每页第一屏的截图（1280×800）；指定的一页用打印样式生成 PDF。
 - 搜索（``search_terms``）：在网站自己的搜索页里查每个词，要求结果里有定义它的那一页；
 - 动画（``shardlab.animate`` 的播放器）：点“播放”后过一会儿，步数和画面都变了；打印时播放器隐藏、逐步图显示；
-- 手机（390×844，``check_mobile``）：每页一张截图；正文里每张图的文字渲染后不小于 10 CSS px
+- 手机（390×844，``check_mobile``）：每页一张截图；正文里每张图都是指向它自己的 PNG 的链接（点开看原图），
+  每张图的文字渲染后不小于 10 CSS px
   （由 ``plots.glue_figure`` 记下的最小字号、dpi 与图的显示宽度算出；没有记录的图按课程样式的 10 pt、110 dpi 算），
   播放器里的字也不小于 10 px，页面不横向溢出。
 
@@ -632,8 +633,10 @@ async () => {
   await Promise.all(imgs.map(img => img.complete ? null :
       new Promise(r => { img.addEventListener("load", r); img.addEventListener("error", r); setTimeout(r, 5000); })));
   const article = document.querySelector("article.bd-article") || document.querySelector("article") || document.body;
-  const figs = Array.from(article.querySelectorAll("img")).filter(i => !i.closest(".shardlab-strip"))
-    .map(i => ({src: i.currentSrc || i.src, width: i.getBoundingClientRect().width, natural: i.naturalWidth}));
+  const figs = Array.from(article.querySelectorAll("img")).filter(i => !i.closest(".shardlab-strip, .shardlab-player"))
+    .map(i => { const a = i.closest("a[href]");
+                return {src: i.currentSrc || i.src, width: i.getBoundingClientRect().width, natural: i.naturalWidth,
+                        link: a ? a.href : null, alt: i.getAttribute("alt")}; });
   const svgText = [];
   for (const svg of article.querySelectorAll(".shardlab-player svg")) {
     const m = svg.getScreenCTM(); if (!m) continue;
@@ -731,6 +734,9 @@ def _check_mobile(page, result: PageResult, site: Path, shot: Path | None) -> in
     checked = 0
     for fig in info["figs"]:
         path = urlparse(fig["src"]).path
+        # 点一下看原图（book/_static/course.js 的 linkFigures）
+        if fig["link"] != fig["src"] and not fig["src"].startswith("data:"):
+            result.add("mobile", f"手机上图 {Path(path).name} 点不开原图（链接：{fig['link'] or '无'}）")
         if not path.endswith(".png") or not fig["natural"]:
             continue
         facts = site_pages.figure_facts(site / unquote(path).lstrip("/"))

@@ -6,7 +6,8 @@
    2. 摘要：Sphinx 取整页文字里第一次出现的位置前后 240 个字，常常是页首的目录、原样的 TeX 或代码。
       这里只看正文段落（不看目录、代码、输出、表格），取含查询词的那一句；数学式换成简单的文字。
       有锚点时先找锚点之后的段落。
-   3. 结果链接带上 ?highlight=查询：落地页（book/_static/course_search.js）高亮整个查询并滚到它那里，
+   3. 同一页只列一次（分数最高的那个结果）。
+   4. 结果链接带上 ?highlight=查询：落地页（book/_static/course_search.js）高亮整个查询并滚到它那里，
       在新标签页打开或第二次点开也一样（Sphinx 只用 localStorage 传一次）。
 
    开头的分号：language_data.js 里前面那段代码不以分号结尾，没有它这个 IIFE 会被当成对那段代码的调用。 */
@@ -18,6 +19,22 @@
   Scorer.score = (result) => {
     const [docname, , anchor, , score] = result;
     return !anchor && DEMOTED.test(docname) ? score - 20 : score;
+  };
+
+  // 同一页只列一次：Sphinx 只去掉五项全同的结果，定义的索引条目、节标题的匹配与整页的全文结果
+  // （锚点或标题不同）就把同一页、同一节列了几遍。_performSearch 返回的数组最后一项先显示（分数最高），
+  // 从后往前保留每页第一次出现的那一个，即分数最高的那个（有定义时是定义处）。
+  const performSearch = Search._performSearch;
+  Search._performSearch = (...args) => {
+    const results = performSearch(...args);
+    const seen = new Set();
+    const kept = [];
+    for (let i = results.length - 1; i >= 0; i--) {
+      if (seen.has(results[i][0])) continue;
+      seen.add(results[i][0]);
+      kept.push(results[i]);
+    }
+    return kept.reverse();
   };
 
   const query = () =>

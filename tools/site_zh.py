@@ -65,12 +65,14 @@ class Definition:
 
     定义处是这一节里（含小节，按文档顺序）第一个在正文文字里含 ``term`` 的标题或段落；代码单元、代码块、
     数学式、折叠起来的块不算。aliases 是同一处的其他叫法（中文名、英文名、缩写），搜索它们也先到这里。
+    sentence=True 时跳过标题，定义处是第一个含这个词的段落（节的标题就是这个词、定义它的是标题下的那句话时）。
     """
 
     term: str
     doc: str
     section: str
     aliases: tuple[str, ...] = ()
+    sentence: bool = False
 
 
 # 课程术语 → 定义它的地方。构建时在那里加一个锚点（id ``def-<词>``）和一条主索引条目：
@@ -95,7 +97,7 @@ DEFINITIONS = {
         Definition("延迟受限", CH05, "sec-ch05-regimes", ("latency-bound",)),
         Definition("带宽受限", CH05, "sec-ch05-regimes", ("bandwidth-bound",)),
         Definition("多轴 AllGather", CH05, "多轴-allgather"),
-        Definition("带宽项", CH05, "带宽项"),
+        Definition("带宽项", CH05, "带宽项", sentence=True),
         Definition("延迟项", CH05, "延迟项nccl-模型的下包络"),
         Definition("总线带宽", CH05, "延迟项nccl-模型的下包络", ("busbw", "bus bandwidth")),
         Definition("算法带宽", CH05, "延迟项nccl-模型的下包络", ("algbw", "algorithm bandwidth")),
@@ -232,9 +234,10 @@ def _hidden(node) -> bool:
     return False
 
 
-def definition_site(section, words) -> nodes.Element | None:
-    """这一节里第一个正文含 words 之一的标题或段落（见 Definition）；标题返回它所在的节"""
-    for node in section.findall(lambda n: isinstance(n, (nodes.title, nodes.paragraph))):
+def definition_site(section, words, sentence: bool = False) -> nodes.Element | None:
+    """这一节里第一个正文含 words 之一的标题或段落（见 Definition）；标题返回它所在的节。sentence=True 时只看段落"""
+    kinds = (nodes.paragraph,) if sentence else (nodes.title, nodes.paragraph)
+    for node in section.findall(lambda n: isinstance(n, kinds)):
         if _hidden(node) or _inside_until(node.parent, (nodes.table, nodes.caption), section):
             continue
         text = _prose(node)
@@ -270,7 +273,7 @@ def mark_definitions(document, docname: str, definitions=None, see_also=None) ->
                     "章节改了标题或标签时改这张表"
                 )
             words = (d.term,) if main else (d.term, *d.aliases)
-            site = definition_site(section, words)
+            site = definition_site(section, words, d.sentence)
             if site is None:
                 raise ExtensionError(
                     f"tools/site_zh.py 的 DEFINITIONS：{docname} 的 {d.section!r} 一节的正文里没有 {' / '.join(words)!r}"

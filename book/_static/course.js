@@ -7,7 +7,10 @@
       （手机浏览器不显示滚动条，看不出右边还有内容）；只宽出一点（≤ 15%）的式子先缩小到放得下。
    3. 手机上挤不下的表格（比框宽，或有单元格窄于 MIN_CELL 像素，一行只放得下一两个汉字）：四列以上的
       （以及宽出四分之一以上的三列表）改成每行一张卡片（表头写在每个格子前面，course.css 的 .course-cards）；
-      其余的给每列一个最小宽度。 */
+      其余的给每列一个最小宽度。
+   4. 正文里的图（图注的图与笔记本输出的图）包进一个指向这张 PNG 本身的链接：手机上图里的字只有 10 px 左右，
+      点一下就在浏览器里看原图（2 倍分辨率），能放大。alt 留在图上（链接的名字就是它）；鼠标指上去时提示一句。
+      动画的逐步图（.shardlab-strip）与本来就在链接里的图不动。 */
 (function () {
   "use strict";
 
@@ -143,7 +146,26 @@
     });
   }
 
+  var ZOOM = "course-zoom";
+
+  function linkFigures() {
+    var imgs = document.querySelectorAll(".bd-article img");
+    Array.prototype.forEach.call(imgs, function (img) {
+      var src = img.getAttribute("src");
+      if (!src || /^data:/.test(src) || img.closest("a, .shardlab-strip, .shardlab-player")) {
+        return;
+      }
+      var link = document.createElement("a");
+      link.className = ZOOM;
+      link.href = src;
+      link.title = "点按查看原图";
+      img.parentNode.insertBefore(link, img);
+      link.appendChild(img);
+    });
+  }
+
   function start() {
+    linkFigures();
     forwardToggles();
     refresh();
     var timer;

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from shardlab import units
+from shardlab.exercise import answers
+
 GLUED: dict[str, Any] = {}
 
 
@@ -52,6 +55,25 @@ def glue_text(name: str, text: Any) -> None:
     if not isinstance(name, str) or not name:
         raise ValueError("glue_text 的第一个参数是正文里引用的名字（非空字符串）")
     glue(name, str(text), display=False)
+
+
+def answer_line(answer_id: str, value: Any) -> str:
+    """解答页上一问的答案行：``答案：23.3 µs（p1a = 2.33e-05 s）``；SI 的值写四位有效数字，单位取自答案登记表"""
+    spec = answers.get(answer_id)
+    x = float(value)
+    if spec.unit == "s":
+        return f"答案：{units.fmt_time(x)}（{spec.var} = {x:.4g} s）"
+    if spec.unit == "B":
+        exact = f"{int(x):,}" if x.is_integer() else f"{x:.4g}"
+        return f"答案：{units.fmt_bytes(x)}（{spec.var} = {exact} B）"
+    if spec.unit == "FLOP":
+        return f"答案：{spec.var} = {x:.4g} FLOP"
+    return f"答案：{spec.var} = {units.fmt_num(x, 4)}"
+
+
+def show_answer(answer_id: str, value: Any) -> None:
+    """在解答的答案单元下面打印一行“答案：……”（值由同一个单元算出，单位取自答案登记表）；返回 None"""
+    print(answer_line(answer_id, value))
 
 
 def md_table(headers: list[str], rows: list[list[Any]]):
