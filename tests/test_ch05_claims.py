@@ -74,6 +74,8 @@ def test_overlap_threshold_states_the_line(glued):
     # v5e 上长度 4 的轴是线：AllReduce 慢 1.5 倍，阈值 1.5 × 17,511
     assert glued["ch05-ov-dstar"] == "17,511"
     assert glued["ch05-ov-dstar-line"] == "26,267"
+    # 小测验换到 v5p 的 N = 2：2·2·4.59e14 / 1.8e11 = 10,200，高于 D = 8192，遮不住
+    assert glued["ch05-q5-dstar"] == "10,200" and glued["ch05-q5-verdict"] == "不能"
 
 
 def test_patterns_table_uses_the_chapter_definitions(glued):
@@ -175,7 +177,10 @@ def test_lower_envelope_is_qualified_and_sp_bytes_agree_with_ch06(glued):
         assert "下包络（lower envelope），真实时间只会更长" not in body and "实测总比模型慢" not in body
         assert "SHARP" in body[body.index("下包络") :]
     assert "480 GB/s" in TEXT and "480 GB/s" in sol
-    assert glued["ch05-sp-megatron-extra"] == "25%"  # Megatron-LM 反向多收集一次输入（第 6 章）
+    # Megatron-LM 反向多收集一次输入（第 6 章）。5.10 节的表：普通 TP 每层 4 次 AllReduce × 2V = 8V，
+    # Megatron-LM 每层 4 次 RS + 6 次 AG，各 V，共 10V；反向本身 4 AG + 2 RS = 6V 对 2 AR = 4V
+    assert glued["ch05-sp-megatron-extra"] == f"{10 / 8 - 1:.0%}" == "25%"
+    assert glued["ch05-sp-megatron-extra-bwd"] == f"{6 / 4 - 1:.0%}" == "50%"
     assert "NCCL 的树形算法、NVLink SHARP（NVLS）" not in sol
     assert "15.2 µs" not in sol  # 数字由代码 glue，不手写
 

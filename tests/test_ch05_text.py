@@ -7,7 +7,7 @@ import math
 import re
 from pathlib import Path
 
-from shardlab import cost, hardware, ring, units
+from shardlab import cost, hardware, megatron, ring, units
 from shardlab.exercise import answers, problems
 from shardlab.torus import Ring
 
@@ -330,3 +330,37 @@ def test_layers_are_stated_before_the_patterns_table():
     stated = CH05.index("$L$ = {glue:text}`ch05-pat-layers` 层")
     assert stated < CH05.index("P_PARAMS, L_LAYERS, D_MODEL, T_TOKENS") < CH05.index('f"4L = {4 * L_LAYERS}"')
     assert 'glue_text("ch05-pat-layers", str(L_LAYERS))' in CH05
+
+
+def _megatron_extra_claims(text: str) -> list[tuple[str, str]]:
+    """每处 Megatron-LM 序列并行“多出多少”的 glue 引用：(键, 它前面同一分句的文字)"""
+    claims = []
+    for m in re.finditer(r"\{glue:text\}`(ch0[56]-sp-(?:megatron|lm)-extra(?:-bwd)?)`", text):
+        start = max(text.rfind(c, 0, m.start()) for c in "，。；：（\n") + 1
+        claims.append((m.group(1), text[start : m.start()]))
+    return claims
+
+
+def test_megatron_sp_extra_says_which_phase_it_counts():
+    """Megatron-LM 的序列并行：反向本身多 50%（6V 对 4V），前向加反向合计多 25%（10V 对 8V，即 5.10 节表里的字节之比）
+
+    同一个百分数不能时而说成“反向多”、时而说成合计；每个引用的分句要写明它算的是哪一段。
+    """
+    v = {"all-reduce": 2, "all-gather": 1, "reduce-scatter": 1}  # 每次搬几个 V = 2TD 字节
+
+    def units_of(table, phases):
+        return sum(k * v[op] for ph in phases for op, k in table["layer"][ph].items())
+
+    tp, lm = megatron.collectives_per_layer("tp"), megatron.collectives_per_layer("tp_sp", "megatron-lm")
+    assert (units_of(tp, ["forward"]), units_of(tp, ["backward"])) == (4, 4)
+    assert (units_of(lm, ["forward"]), units_of(lm, ["backward"])) == (4, 6)  # 4 AG + 2 RS
+    # 5.10 节的表：普通 TP 4L 次 AllReduce、每次 2V；Megatron-LM RS 4L + AG 6L，每次 V
+    assert 10 / 8 - 1 == 0.25 and 6 / 4 - 1 == 0.5
+    ch06 = (ROOT / "book" / "ch06_sharded_matmul.md").read_text(encoding="utf-8")
+    claims = _megatron_extra_claims(CH05) + _megatron_extra_claims(ch06)
+    for key, clause in claims:
+        if key.endswith("-bwd"):
+            assert "反向" in clause and "前向加反向" not in clause and "合计" not in clause, (key, clause)
+        else:
+            assert "前向加反向" in clause and "合计" in clause, (key, clause)
+    assert len(claims) >= 8  # 5.8 节、5.10 节的 TP 一段与小测验、小结各两处，第 6 章的提示两处

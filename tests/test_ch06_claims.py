@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from shardlab import units
 from shardlab.exercise import answers, judge
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -300,3 +301,19 @@ def test_gb200_and_swiglu(glued):
     assert number(glued["ch06-gb200-own-ci"]) == round(ci)
     assert number(glued["ch06-mlp-nmax-gb200-own"]) == max(n for n in range(1, 73) if 32768 > (n - 1) * ci) == 12
     assert number(glued["ch06-mlp-math3"]) == pytest.approx(6 * 4096 * 8192 * 28672 / (8 * H100_C), rel=0.01)
+
+
+def test_megatron_sp_extra_agrees_with_chapter_5(glued, glued_text):
+    """反向本身多 50%（6V 对 4V），一层前向加反向合计多 25%（10V 对 8V）：与第 5 章同一对数"""
+    ch05 = glued_text("book/ch05_collectives")
+    assert glued["ch06-sp-lm-extra-bwd"] == ch05["ch05-sp-megatron-extra-bwd"] == "50%"
+    assert glued["ch06-sp-lm-extra"] == ch05["ch05-sp-megatron-extra"] == "25%"
+
+
+def test_case3_quiz_is_a_size_the_table_does_not_show(glued):
+    """v5p 长度 4 的轴，I = 4096、J = 32768、K = 12288：V_C = 4096·12288·2 字节"""
+    v_c = 4096 * 12288 * 2
+    assert glued["ch06-q3-ar"] == units.fmt_time(2 * v_c / 1.8e11)
+    assert glued["ch06-q3-rs"] == units.fmt_time(v_c / 1.8e11)
+    assert glued["ch06-q3-math"] == units.fmt_time(2 * 4096 * 32768 * 12288 / 4 / 4.59e14)
+    assert glued["ch06-q3-bound"] == "受算力限制"

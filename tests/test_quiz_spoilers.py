@@ -192,6 +192,102 @@ def test_no_quiz_answer_value_is_shown_before_the_question(page, site):
     assert problems == [], "\n".join(problems)
 
 
+# ---------- 同一节里问题之前看得见的文字（有构建时） ----------
+#
+# 上面的检查只看算出答案的单元；答案也可能早就写在同一节的正文或一张表里（例如问题问的正是表中的一格，
+# 或正文刚说出的阈值），读者不用想就能照抄。这里把一节从标题到问题之间看得见的文字（正文的 glue 换成值、
+# 展开的代码、显示出来的输出）连起来，查答案独有的值是否按整个数出现。
+
+
+def _visible(cell: dict, glue: dict[str, str]) -> str:
+    source = "".join(cell.get("source", ""))
+    if cell["cell_type"] == "markdown":
+        return GLUE_REF.sub(lambda m: glue.get(m.group(1), ""), source)
+    tags = set(cell.get("metadata", {}).get("tags", []))
+    code = "" if tags & HIDDEN_INPUT else source
+    outs = (
+        []
+        if tags & HIDDEN_OUTPUT
+        else [_text_of(o) for o in cell.get("outputs", []) if "scrapbook" not in o.get("metadata", {})]
+    )
+    return "\n".join([code, *outs])
+
+
+# 答案里有意复述的、问题之前已经给出的量（小测验标题, glue 名字）：每条写明它为什么不是这道题要读者算的答案
+TOLD = {
+    ("换成 v5p 能遮住吗？", "ch05-ov-dstar-n2"): "拿来对比的 v5e 阈值；要算的是 v5p 的阈值 ch05-q5-dstar",
+    ("13B 模型在 v5e 上的梯度同步", "ch05-v5e-hbm"): "v5e 每颗芯片的 HBM 容量，是题目要用的常数",
+    ("普通 TP 一个微批次要做多少次 AllReduce？", "ch05-q6-lat1"): "NCCL 模型里 8 卡 AllReduce 的延迟项，5.6 节的常数",
+    ("沿短轴 AllGather", "ch06-lat-thr"): "v5e 的延迟门槛，本节刚讲过的判据",
+    ("沿短轴 AllGather", "ch06-q4a-wrapped"): "“若有回绕”的旁注；373 µs 在本节另一处是别的量",
+    ("是哪一种情形", "ch06-q2-v"): "67.1 MB 在本节别处是 bf16[4096, 8192] 的 V_A，不是这道题的部分和",
+    ("收集之后谁来算", "ch06-c2-gather-total"): "表中的总时间，答案拿来对比；问的是 T_math 与收集后各算 1/4 的做法",
+    ("收集之后谁来算", "ch06-c2-reduce-total"): "同上：本地切片后就是表中的 Case 3",
+    ("最多能切几份", "ch06-q6-v5e-next"): "问题要读者对照上图与上表的门槛；答案是切几份",
+    ("最多能切几份", "ch06-q6-v5p-next"): "同上",
+    ("最多能切几份", "ch06-q6-h100-next"): "同上",
+    ("最多能切几份", "ch06-q6-v5p-n4-split"): "正文刚讲过的拆半约定下的门槛，答案拿来说明结论不变",
+    ("最多能切几份", "ch06-v5e-n4-ring"): "正文给出的链式 AllReduce 门槛，答案拿来说明结论不变",
+}
+
+
+def answered_earlier_in_section(nb: dict, glue: dict[str, str]) -> list[str]:
+    """小测验答案独有的值（至少 4 个字符、带数字；问题里没有引用的 glue）在同一节问题之前看得见的文字里出现"""
+    quiz = re.compile(
+        r"```\{admonition\} 小测验：([^\n]*)\n(.*?)```\s*```\{admonition\} 答案\n:class: dropdown\n(.*?)```", re.S
+    )
+    problems, section = [], ""
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            section += "\n" + _visible(cell, glue)
+            continue
+        # 一个 Markdown 单元里可能先有小测验、后有下一节的标题：按标题切开，逐段处理
+        for part in re.split(r"(?m)^(?=##? )", "".join(cell.get("source", ""))):
+            if re.match(r"##? ", part):
+                section = ""
+            for m in quiz.finditer(part):
+                seen = section + _visible({"cell_type": "markdown", "source": part[: m.start()]}, glue)
+                asked = set(GLUE_REF.findall(m.group(2)))
+                for key in sorted(set(GLUE_REF.findall(m.group(3))) - asked):
+                    value = glue.get(key, "")
+                    if len(value) < 4 or not re.search(r"\d", value) or (m.group(1), key) in TOLD:
+                        continue
+                    if re.search(rf"(?<![\d.,]){re.escape(value)}(?![\d])", seen):
+                        problems.append(f"小测验“{m.group(1)}”：答案 {key} = {value!r} 在同一节问题之前已经看得见")
+            section += "\n" + _visible({"cell_type": "markdown", "source": part}, glue)
+    return problems
+
+
+def test_answered_earlier_in_section_catches_a_table_cell_and_a_stated_threshold():
+    table = {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": "| Case 3 | 1.49 ms |"}}
+    quiz = (
+        "```{admonition} 小测验：多久？\n表中是多少？\n```\n\n"
+        "```{admonition} 答案\n:class: dropdown\n{glue:text}`q-t`\n```\n"
+    )
+    cells = [
+        {"cell_type": "markdown", "source": "## 6.3 对照\n"},
+        {"cell_type": "code", "metadata": {"tags": ["remove-input"]}, "source": "t", "outputs": [table]},
+        {"cell_type": "markdown", "source": quiz},
+    ]
+    assert len(answered_earlier_in_section({"cells": cells}, {"q-t": "1.49 ms"})) == 1
+    assert answered_earlier_in_section({"cells": cells}, {"q-t": "11.49 ms"}) == []
+    # 另一节里的同一个数不算
+    moved = [cells[1], {"cell_type": "markdown", "source": "## 6.4 下一节\n\n" + quiz}]
+    assert answered_earlier_in_section({"cells": moved}, {"q-t": "1.49 ms"}) == []
+    # 正文刚说出的阈值（同一个 glue 名字）也算
+    said = {"cell_type": "markdown", "source": "## 5.8\n阈值 {glue:text}`d`。\n\n" + quiz.replace("q-t", "d")}
+    assert len(answered_earlier_in_section({"cells": [said]}, {"d": "8,756"})) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_no_quiz_answer_is_visible_earlier_in_its_section(page, site):
+    path = _executed(site, page)
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    problems = answered_earlier_in_section(nb, _glue_values(path, nb))
+    assert problems == [], "\n".join(problems)
+
+
 # ---------- 正文不给出章末习题的答案（有构建时） ----------
 #
 # 小测验、提示与表格是读者在做习题之前就看到的：它们若恰好写出某道习题的答案（哪怕情形不同、数恰好相同），

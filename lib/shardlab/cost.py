@@ -468,7 +468,7 @@ def sharded_matmul_allreduce_times(
 
 
 def compute_bound_d_threshold(n: int, flops_per_s: float, bw: float, bytes_per_elem: int = 2) -> float:
-    """T_math > T_comms 的条件 D > N·C·bytes/W；bf16 时为 2NC/W（v5e、N=4：17,511；N=2：8,755）"""
+    """T_math > T_comms 的条件 D > N·C·bytes/W；bf16 时为 2NC/W（v5e、N=4：≈ 17,511.1；N=2：≈ 8,755.6）"""
     return _size(n) * _rate(flops_per_s, "算力（FLOP/s）") * _size(bytes_per_elem, "bytes_per_elem") / _rate(bw)
 
 
