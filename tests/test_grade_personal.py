@@ -1219,11 +1219,14 @@ def test_feedback_of_a_former_group_member_is_set_aside(tmp_path):
     (tmp_path / "feedback").mkdir()
     for name in ("alice", "li", "bob~1234abcd"):
         (tmp_path / "feedback" / f"{name}.md").write_text("x", encoding="utf-8")
-    results = [{"student": "alice", "roster_id": "alice", "counted": True, "group": ["alice"]},
-               {"student": "bob~1234abcd", "roster_id": "bob", "counted": True}]  # fmt: skip
-    assert cli._feedback_not_of_this_run(tmp_path, results) == {"li"}
+    base = {"file": "x.ipynb", "points": 1.0, "max_points": 3.0, "status": status.GRADED, "problems": []}
+    results = [{**base, "student": "alice", "roster_id": "alice", "counted": True, "group": ["alice"]},
+               {**base, "student": "bob~1234abcd", "roster_id": "bob", "counted": True}]  # fmt: skip
+    written = cli._write_all_feedback(tmp_path, results)
+    assert cli._feedback_not_of_this_run(tmp_path, written) == {"li"}
     results[0]["group"] = ["alice", "li"]
-    assert cli._feedback_not_of_this_run(tmp_path, results) == set()
+    written = cli._write_all_feedback(tmp_path, results)
+    assert cli._feedback_not_of_this_run(tmp_path, written) == set()
 
 
 def test_one_student_with_a_subfolder_does_not_change_how_sibling_folders_are_read(tmp_path):
@@ -1351,6 +1354,84 @@ def test_regrading_one_file_into_the_class_output_holds_the_rest(tmp_path, capsy
     canvas = (out / "canvas.csv").read_text(encoding="utf-8-sig").splitlines()
     assert any(line.endswith(",s000,,,") for line in canvas)
     assert "以前评过" in (out / "summary.md").read_text(encoding="utf-8")
+
+
+def _feedback_scores(out: Path) -> dict[str, str]:
+    """feedback/ 里每个学生的得分行"""
+    return {
+        p.stem: next(line for line in p.read_text(encoding="utf-8").splitlines() if line.startswith("- 得分："))
+        for p in (out / "feedback").glob("*.md")
+    }
+
+
+def _result_scores(out: Path) -> dict[str, str]:
+    """results/ 里每份结果应有的得分行"""
+    got = {}
+    for p in (out / "results").glob("*.json"):
+        r = json.loads(p.read_text(encoding="utf-8"))
+        got[p.stem] = f"- 得分：**{r['points']:g} / {r['max_points']:g}**"
+    return got
+
+
+@pytest.mark.slow
+def test_a_full_rerun_after_a_partial_run_gives_everyone_feedback_again(tmp_path, capsys):
+    """整条命令：全班评过，只给一个学生的文件重评（别的学生的反馈移到 stale-feedback/），再照样给全班的提交目录。
+    以前第三次运行 rc 0、canvas.csv 里四个人都有分，feedback/ 里却只有重评的那一份（缓存的结果不重写反馈）"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    out = tmp_path / "out"
+    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
+            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    assert cli.main([str(own), *base]) == 0
+    assert cli.main([str(own / "s002" / "ch05_exercises.ipynb"), *base]) == 0
+    assert sorted(p.stem for p in (out / cli.STALE).glob("*.md")) == ["s000", "s001"]
+    capsys.readouterr()
+    assert cli.main([str(own), *base]) == 0
+    err = capsys.readouterr().err
+    assert "评分完成" in err and "没有反馈文件" not in err
+    assert _feedback_scores(out) == _result_scores(out) and set(_feedback_scores(out)) == {"s000", "s001", "s002"}
+    assert not list((out / cli.STALE).glob("*.md"))  # 过时的那份删掉了：同一个学生不会两边各有一份
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_counts_only_graded_students_and_the_rerun_gives_everyone_feedback(
+    tmp_path, capsys, monkeypatch
+):
+    """--force 重评时在第一份评完后中断（Ctrl-C），再正常运行一次。以前：中断的那次说“0 份上一次的反馈移到了 stale-feedback/”
+    （其实移了 2 份），summary.md 把还没评的学生按 0 分算进平均分、中位数和分数分布；下一次运行之后，只有新评的学生有反馈"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    out = tmp_path / "out"
+    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
+            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    assert cli.main([str(own), *base]) == 0
+    real = cli.grade_submission
+
+    def stop_after_one(f, ctx):
+        if ctx.stop.is_set():
+            raise cli.Interrupted()
+        res = real(f, ctx)
+        ctx.stop.set()  # 就像第一份评完时按了 Ctrl-C
+        return res
+
+    monkeypatch.setattr(cli, "grade_submission", stop_after_one)
+    capsys.readouterr()
+    assert cli.main([str(own), *base, "--force"]) == 130
+    err = capsys.readouterr().err
+    assert "还没评的 2 份里，2 份上一次的反馈在 stale-feedback/ 里" in err
+    assert len(list((out / "feedback").glob("*.md"))) == 1 and len(list((out / cli.STALE).glob("*.md"))) == 2
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    graded = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))["submissions"]
+    (done,) = graded
+    later = sorted({"s000", "s001", "s002"} - {done["roster_id"]})
+    assert "## 还没有评（2 人" in summary and "、".join(f"`{s}`" for s in later) in summary
+    assert f"- 平均分 {done['points']:.2f}，中位数 {done['points']:g}" in summary
+    assert "还没有评的 2 人不算在内" in summary and "| 0%–10% |" not in summary
+    assert "1 名学生" not in err and "还没有评 2 人" in err
+    monkeypatch.setattr(cli, "grade_submission", real)
+    capsys.readouterr()
+    assert cli.main([str(own), *base]) == 0
+    assert "跳过已评 3 份" in capsys.readouterr().err  # --force 没有删掉以前的结果：没变的都用缓存
+    assert _feedback_scores(out) == _result_scores(out) and set(_feedback_scores(out)) == {"s000", "s001", "s002"}
+    assert not list((out / cli.STALE).glob("*.md"))
 
 
 def _no_results_for(found, *missing: str) -> dict:

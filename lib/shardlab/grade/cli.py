@@ -976,10 +976,13 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     select_counted(list(results.values()))
     _write_gradebook(out, results, meta)
     held = {f.roster_id or f.sid for f in found if f.over_cap}
-    _feedback_per_student(out, list(results.values()), held)
-    _set_aside_stale_feedback(out, _feedback_not_of_this_run(out, list(results.values())))
-    held_why = dict.fromkeys(held, outputs.HELD)
+    # 这次的每份结果（缓存的也算）都重写反馈：以前只有新评的才写，上一次只评了一部分或被中断时移到 stale-feedback/ 的反馈
+    # 就再也回不来，重跑整个班之后 feedback/ 里只剩新评的几份
+    written = _write_all_feedback(out, list(results.values()), held)
     earlier = _earlier_students(out, meta)  # 输出目录里以前的、这次没有的结果属于谁（读一次）
+    _set_aside_stale_feedback(out, _feedback_not_of_this_run(out, written))
+    _drop_superseded_stale(out, written)
+    held_why = dict.fromkeys(held, outputs.HELD)
     students = args.personal.students if args.personal else None
     if students:
         held_why |= _held_without_file(earlier, students, results, meta.get("doubts", {}))
@@ -1000,16 +1003,23 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         )  # fmt: skip
     except Exception as exc:  # noqa: BLE001  汇总写不出来不影响已经写出的成绩册
         overview = f"评分器：写汇总（grades_wide.csv、canvas.csv、summary.md、ta/）失败：{terminal(exc)}"
+    missing = _without_feedback(out, list(results.values()))
+    if missing:
+        print(
+            f"评分器：{len(missing)} 名有成绩的学生没有反馈文件（{'、'.join(terminal(m, 40) for m in missing[:10])}"
+            f"{'…' if len(missing) > 10 else ''}）：见上面写反馈失败的原因；修好之后再运行一次会重写（不重评）",
+            file=sys.stderr,
+        )
+    done = "评分被中断" if interrupted else ("评分结束，但反馈不全" if missing else "评分完成")
     print(
-        f"{'评分被中断' if interrupted else '评分完成'}：新评 {len(newly)} 份，跳过已评 {skipped} 份，"
+        f"{done}：新评 {len(newly)} 份，跳过已评 {skipped} 份，"
         f"没有评 {len(todo) - len(newly)} 份，忽略 {len(meta['ignored'])} 个文件；"
         f"隔离方式 {ctx.sandbox.mode}；共 {len(results)} 份。结果在 {terminal(out)}/gradebook.csv 与 grades_wide.csv",
         file=sys.stderr,
     )
     print(overview, file=sys.stderr)
     if meta.get("not_in_this_run"):
-        stems = {Path(n).stem for n in meta["not_in_this_run"]} | set(earlier)
-        _set_aside_stale_feedback(out, stems)
+        stems = ({Path(n).stem for n in meta["not_in_this_run"]} | set(earlier)) - written
         aside = sum((out / STALE / f"{stem}.md").is_file() for stem in stems)
         print(
             f"评分器：输出目录里有 {len(meta['not_in_this_run'])} 份以前的结果不属于这次的提交，没有进成绩册（结果还在 results/；"
@@ -1020,15 +1030,17 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         print(f"评分器：{withheld}", file=sys.stderr)
         return 1
     if interrupted:
+        # 还没评的提交上一次的反馈已经移开（不是这次写的），不能当成这次的发出去；数的是现在在 stale-feedback/ 里的
+        # （以前数的是最后这一步又移了几份，总是 0）
         pending = {f.sid for f in todo if f.sid not in newly}
-        moved = _set_aside_stale_feedback(out, pending)  # 上一次的反馈不能当成这次的发出去
+        aside = sum((out / STALE / f"{sid}.md").is_file() for sid in pending)
         print(
             f"评分被中断：已评的结果都已保存，再运行一次会接着评剩下的（还没评的 {len(pending)} 份里，"
-            f"{moved} 份上一次的反馈移到了 {STALE}/）",
+            f"{aside} 份上一次的反馈在 {STALE}/ 里）",
             file=sys.stderr,
         )
         return 130
-    return 0
+    return 1 if missing else 0
 
 
 def _earlier_students(out: Path, meta: dict) -> dict[str, str]:
@@ -1181,19 +1193,51 @@ def _set_aside_stale_feedback(out: Path, stems: set[str]) -> int:
     return moved
 
 
-def _feedback_not_of_this_run(out: Path, results: list[dict]) -> set[str]:
-    """feedback/ 里不属于这次任何结果的反馈（例如以前是小组的组员、重新导出后不再是）：要移开，免得当成这次的发出去"""
-    valid = {r.get("student") for r in results} | {r.get("roster_id") for r in results}
-    valid |= {m for r in results if r.get("counted") for m in r.get("group", [])}
+def _feedback_not_of_this_run(out: Path, written: set[str]) -> set[str]:
+    """feedback/ 里不是这次写的反馈（以前评过、这次不在的提交；以前是小组的组员、重新导出后不再是；被中断时还没评的）：
+    要移开，免得当成这次的发出去。written 是这次写了反馈的名字（``_write_all_feedback``）"""
     folder = out / "feedback"
     if not folder.is_dir() or folder.is_symlink():
         return set()
-    return {p.stem for p in folder.glob("*.md") if p.stem not in valid}
+    return {p.stem for p in folder.glob("*.md") if p.stem not in written}
 
 
-def _feedback_per_student(out: Path, results: list[dict], held: set[str] = frozenset()) -> None:
+def _drop_superseded_stale(out: Path, written: set[str]) -> None:
+    """这次重写了反馈的学生，stale-feedback/ 里上一次移开的那份已经过时：删掉（不然同一个学生两边各有一份）"""
+    folder = out / STALE
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    for stem in written:
+        path = folder / f"{stem}.md"
+        if path.is_file() and not path.is_symlink():
+            path.unlink()
+
+
+def _write_all_feedback(out: Path, results: list[dict], held: set[str] = frozenset()) -> set[str]:
+    """为这次的每份结果写 ``feedback/<id>.md``，缓存里的也重新写（由 results/ 里的结果生成，不重评），
+    再写每个学生的（``_feedback_per_student``）；返回写出的名字"""
+    written: set[str] = set()
+    for r in results:
+        try:
+            report.write_feedback(out, r)
+            written.add(r["student"])
+        except Exception as exc:  # noqa: BLE001  一份写不出来不影响别的
+            print(f"评分器：写 {terminal(r.get('student'))} 的反馈失败：{terminal(exc)}", file=sys.stderr)
+    return written | _feedback_per_student(out, results, held)
+
+
+def _without_feedback(out: Path, results: list[dict]) -> list[str]:
+    """成绩表里有成绩、feedback/ 里却没有反馈文件的名字（每份结果、计入成绩的学生和组员）"""
+    need = {r.get("student") for r in results}
+    need |= {r.get("roster_id") for r in results if r.get("counted")}
+    need |= {m for r in results if r.get("counted") for m in r.get("group", [])}
+    return sorted(s for s in need if isinstance(s, str) and s and not (out / "feedback" / f"{s}.md").is_file())
+
+
+def _feedback_per_student(out: Path, results: list[dict], held: set[str] = frozenset()) -> set[str]:
     """同一个学生有几份提交时，``feedback/<学生 id>.md`` 是计入成绩的那一份的反馈，并列出别的文件；
-    held 里的学生（名下的文件超过上限）另外说明成绩待老师核对"""
+    held 里的学生（名下的文件超过上限）另外说明成绩待老师核对。返回写出的名字"""
+    written: set[str] = set()
     groups: dict[str, list[dict]] = {}
     for r in results:
         if r.get("roster_id"):
@@ -1211,6 +1255,7 @@ def _feedback_per_student(out: Path, results: list[dict], held: set[str] = froze
             notes.insert(0, "你名下内容不同的文件超过了上限，有的没有评：这次的成绩待老师核对后再定（不是最终成绩）")
         try:
             report.write_feedback(out, {**counted[0], "student": sid, "notes": notes})
+            written.add(sid)
         except Exception as exc:  # noqa: BLE001
             print(f"评分器：写 {terminal(sid)} 的反馈失败：{terminal(exc)}", file=sys.stderr)
     # 小组提交里自己没有文件的组员：拿同一份成绩，也拿同一份反馈（以前他们没有反馈文件）
@@ -1223,8 +1268,10 @@ def _feedback_per_student(out: Path, results: list[dict], held: set[str] = froze
             note = f"小组提交：按 {r.get('roster_id')} 交的笔记本评分，组员拿同一份成绩"
             try:
                 report.write_feedback(out, {**r, "student": member, "notes": [note, *r.get("notes", [])]})
+                written.add(member)
             except Exception as exc:  # noqa: BLE001
                 print(f"评分器：写 {terminal(member)} 的反馈失败：{terminal(exc)}", file=sys.stderr)
+    return written
 
 
 def _write_gradebook(out: Path, results: dict[str, dict], meta: dict) -> None:

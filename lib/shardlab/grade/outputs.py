@@ -146,7 +146,7 @@ def rows(
         people = [(s.id, s.name) for s in roster_students]
     else:
         by_student = {r["student"]: r for r in counted}
-        people = [(k, "") for k in sorted(by_student)]
+        people = [(k, "") for k in sorted(set(by_student) | set(pending))]  # 还没有评的也列出来
     maximum = sum(weights.get(p, 1.0) for p in pids)
     out = []
     for sid, name in people:
@@ -164,8 +164,9 @@ def rows(
         total = float(res["points"]) if res is not None else 0.0
         if sid in held:
             status = held[sid] if isinstance(held, Mapping) else HELD
-        # blank：可以导入的表（canvas.csv、grades_wide.csv）里不给分：待核对的，和没有文件的（除非教师确认这次是全班的提交）
-        blank = sid in held or (status == NO_SUBMISSION and not zero_missing)
+        # blank：可以导入的表（canvas.csv、grades_wide.csv）里不给分，也不算进平均分：待核对的、还没有评的（评分被中断），
+        # 和没有文件的（除非教师确认这次是全班的提交）。以前还没有评的按 0 分算进平均分、中位数和分数分布
+        blank = sid in held or status == NOT_GRADED or (status == NO_SUBMISSION and not zero_missing)
         out.append({"id": sid, "name": name, "status": status, "points": points, "total": total, "max": maximum,
                     "file": file, "held": sid in held, "blank": blank})  # fmt: skip
     return pids, out
@@ -216,6 +217,8 @@ def summary(
         )
         waiting = sum(bool(r.get("held")) for r in table)
         zero += f"；待核对的 {waiting} 人不算在内" if waiting else ""
+        later = sum(r["status"] == NOT_GRADED for r in table)
+        zero += f"；还没有评的 {later} 人不算在内" if later else ""
         lines.append(
             f"- 平均分 {statistics.mean(totals):.2f}，中位数 {statistics.median(totals):g}（满分 {_num(maximum)}{zero}）"
         )
@@ -243,6 +246,14 @@ def summary(
     if waiting:
         lines += ["", f"## 待核对（{len(waiting)} 人，canvas.csv 里不给分）", ""]
         lines += [f"- {md_code(r['id'])}：{md_inline(r['status'])}" for r in waiting]
+    later = [r for r in table if r["status"] == NOT_GRADED]
+    if later:
+        lines += [
+            "",
+            f"## 还没有评（{len(later)} 人，评分被中断；再运行一次会接着评，不算进上面的统计）",
+            "",
+            "、".join(md_code(r["id"]) for r in later),
+        ]
     missing = [r for r in table if r["status"] == NO_SUBMISSION]
     if missing:
         lines += ["", f"## 没有提交（{len(missing)} 人）", "", "、".join(md_code(m["id"]) for m in missing)]
@@ -304,9 +315,12 @@ def console_summary(table: list[dict], ignored: list, integrity: Report | None) 
         else "没有可以算平均分的成绩"
     )
     waiting = sum(bool(r.get("held")) for r in table)
+    later = sum(r["status"] == NOT_GRADED for r in table)
     return (
-        f"评分概况：{len(table)} 名学生，{stats}（满分 {_num(max(r['max'] for r in table))}，空着与待核对的不算）；{flagged}"
-        f"待核对 {waiting} 人；没有提交 {sum(r['status'] == NO_SUBMISSION for r in table)} 人；"
+        f"评分概况：{len(table)} 名学生，{stats}"
+        f"（满分 {_num(max(r['max'] for r in table))}，空着、待核对与还没有评的不算）；{flagged}"
+        f"待核对 {waiting} 人；{f'还没有评 {later} 人；' if later else ''}"
+        f"没有提交 {sum(r['status'] == NO_SUBMISSION for r in table)} 人；"
         f"忽略的文件 {len(ignored)} 个（见 summary.md）"
     )
 
