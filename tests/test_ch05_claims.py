@@ -39,10 +39,21 @@ def test_allgather_through_a_root_is_n_times_slower(glued):
     assert glued["ch05-q1-bcast-bytes"] == "49 GB"
 
 
-def test_quiz4_does_not_borrow_another_measurement():
-    answer = _admonition("小测验：带宽受限还是延迟受限？")
-    assert "原书的实测约 8 µs" not in answer
-    assert "bf16[256, 256]" in answer  # 8 µs 属于 {X: 8, Y: 4} 上的 bf16[256, 256]
+def test_quiz4_is_not_problem_2_and_crosses_the_threshold(glued):
+    """16 长、有回绕的 v5e 轴（不是习题 2 的 4 长的线）：bf16[1536, 512] 每块 98.3 kB > 45 kB，
+    8 跳 × 98,304 B / 45 GB/s ≈ 17.5 µs；缩小到 1/4 后每块 24.6 kB < 45 kB，8 跳 × 1 µs = 8 µs"""
+    question = TEXT[
+        TEXT.index("小测验：带宽受限还是延迟受限？") : TEXT.index(
+            "```{admonition} 答案", TEXT.index("小测验：带宽受限还是延迟受限？")
+        )
+    ]
+    assert "bf16[128]" not in question and "长度为 16 的轴" in question
+    chunk = 1536 * 512 * 2 / 16
+    assert glued["ch05-q4-chunk"] == units.fmt_bytes(chunk) == "98.3 kB"
+    assert glued["ch05-q4-hops"] == "8"
+    assert glued["ch05-q4-t"] == units.fmt_time(8 * chunk / 45e9) == "17.5 µs"
+    assert glued["ch05-q4-small-t"] == units.fmt_time(8 * 1e-6) == "8 µs"
+    assert glued["ch05-q4-saving"] == f"{1 - 8e-6 / (8 * chunk / 45e9):.0%}"
 
 
 def test_nccl_latency_model_names_its_release_and_is_a_lower_envelope(glued):

@@ -100,7 +100,7 @@ def test_claims_about_the_book():
 def test_p4_two_regimes_are_stated():
     solutions = text(SOLUTIONS)
     assert "两种看法并不矛盾" not in solutions
-    assert "$D > 2B$ 时策略 2 更快" in solutions and "$D > 2C/W_\\text{双向}$ 时策略 2 更快" in solutions
+    assert "$D > 2B$ 时策略 2 更快" in solutions and "$D > 2C_\\text{芯片}/W_\\text{双向}$ 时策略 2 更快" in solutions
 
 
 def test_p5_book_convention_is_not_called_a_bf16_slip():

@@ -90,7 +90,7 @@ def test_reader_facing_wording():
 def test_ring_threshold_is_not_attributed_to_the_book():
     """原书没有算过 v5e、N = 4 的门槛；2NC/W 的数是本章自己算的"""
     assert "那是原书按环算出的数字" not in CHAPTER
-    assert "门槛与有回绕的环一样是 $2NC/W_\\text{双向}$，约 {glue:text}`ch06-v5e-n4-ring`" in CHAPTER
+    assert "门槛与有回绕的环一样是 $2N\\,C_\\text{芯片}/W_\\text{双向}$，约 {glue:text}`ch06-v5e-n4-ring`" in CHAPTER
 
 
 def test_exercise_8_does_not_give_away_the_answer():
@@ -245,3 +245,16 @@ def test_small_wording_fixes():
     assert "数组只有几十 kB" not in CHAPTER and "ch06-c2demo-b-bytes" in CHAPTER
     assert "ch06-gb200-own-ci" in CHAPTER and "ch06-mlp-math3" in CHAPTER
     assert "原书的数字：16" not in SOLUTIONS
+
+
+def test_crossover_quiz_is_not_answered_by_the_table_above_it():
+    """6.8 节的决策表在小测验“交点在哪里”之前：解码一行不写出 F > 2B 这个不等式（它与 B = D/2 只差字母）"""
+    before = section("## 6.8", "小测验：交点在哪里")
+    assert "F > 2B" not in before and "前者就更少" not in before
+    assert "$F > 2B$ 前者就更少" in section("小测验：交点在哪里", "## 6.9")
+
+
+def test_flops_per_second_is_not_the_output_matrix():
+    """C 是输出矩阵 C[I, K]；芯片的 FLOP/s 一律写 C_芯片（第 5、6 章与解答）"""
+    for text in (CHAPTER, SOLUTIONS, (ROOT / "book" / "ch05_collectives.md").read_text(encoding="utf-8")):
+        assert not re.search(r"NC\)|NC/W|N\\,C\}|\(4C\)|[^A-Za-z_{\\]C/W_\\text|\\frac\{C\}", text)

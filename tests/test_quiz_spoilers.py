@@ -221,8 +221,6 @@ TOLD = {
     ("沿短轴 AllGather", "ch06-lat-thr"): "v5e 的延迟门槛，本节刚讲过的判据",
     ("沿短轴 AllGather", "ch06-q4a-wrapped"): "“若有回绕”的旁注；373 µs 在本节另一处是别的量",
     ("是哪一种情形", "ch06-q2-v"): "67.1 MB 在本节别处是 bf16[4096, 8192] 的 V_A，不是这道题的部分和",
-    ("收集之后谁来算", "ch06-c2-gather-total"): "表中的总时间，答案拿来对比；问的是 T_math 与收集后各算 1/4 的做法",
-    ("收集之后谁来算", "ch06-c2-reduce-total"): "同上：本地切片后就是表中的 Case 3",
     ("最多能切几份", "ch06-q6-v5e-next"): "问题要读者对照上图与上表的门槛；答案是切几份",
     ("最多能切几份", "ch06-q6-v5p-next"): "同上",
     ("最多能切几份", "ch06-q6-h100-next"): "同上",
@@ -373,3 +371,76 @@ def test_chapter_body_does_not_show_an_exercise_answer(page, site):
     chapter = int(re.search(r"ch(\d\d)", page).group(1))
     problems = answers_shown(nb, _glue_values(path, nb), answer_values(chapter))
     assert problems == [], "\n".join(problems)
+
+
+# ---------- 小测验不照搬章末习题的设定（读 .md，不用构建） ----------
+#
+# 小测验若与某道习题是同一个数组、同一种轴长（例如都在长度 4 的轴上收集 bf16[128]），读者做小测验时就把那道题做掉了。
+# 习题的设定取自 ``shardlab.exercise.problems`` 的题目文字（TEXT：发布版原文里的数组形状与网格）。
+
+SHAPE = re.compile(r"bf16\[[\d, ]+\]")
+
+
+def problem_setups(assignment: str) -> list[tuple[int, str, set[int]]]:
+    """(题号, 数组形状, 那道题网格的轴长)：只列题目文字里写出 bf16 形状的题"""
+    from shardlab.exercise import problems
+
+    subs = problems.TEXT[assignment]
+    setups = []
+    for sub in subs:
+        for shape in SHAPE.findall(sub.published):
+            lengths = {
+                int(n)
+                for s in subs
+                if s.problem == sub.problem and ("'X'" in s.published or re.fullmatch(r"\d+(x\d+)+", s.published))
+                for n in re.findall(r"\d+", s.published)
+            }
+            setups.append((sub.problem, shape, lengths))
+    return setups
+
+
+def _axis_lengths(question: str) -> set[int]:
+    found = re.findall(r"长度为 (\d+)", question)
+    for dims in re.findall(r"(\d+(?:[×x]\d+)+) ?切片", question):
+        found += re.findall(r"\d+", dims)
+    for pair in re.findall(r"[XYZ]\{:\}\\,(\d+)|'[XYZ]': (\d+)", question):  # 网格 {X: 8, Y: 4}
+        found += [n for n in pair if n]
+    return {int(n) for n in found}
+
+
+def setup_repeats_a_problem(text: str, assignment: str) -> list[str]:
+    """小测验的问题与一道习题用同一个数组形状、同一种轴长"""
+    problems = []
+    setups = problem_setups(assignment)
+    for block in _blocks(text):
+        if block[0] != "quiz":
+            continue
+        _, title, question, _ = block
+        lengths = _axis_lengths(question)
+        for n, shape, problem_lengths in setups:
+            if shape in question and lengths & problem_lengths:
+                problems.append(
+                    f"小测验“{title}”与习题 {n} 的设定相同：{shape}，轴长 {sorted(lengths & problem_lengths)}"
+                )
+    return problems
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_no_quiz_repeats_an_exercise_setup(page):
+    text = (ROOT / f"{page}.md").read_text(encoding="utf-8")
+    assignment = re.search(r"ch\d\d", page).group(0)
+    assert problem_setups(assignment), "题目文字里找不到数组形状：检查没有在比较任何东西"
+    problems = setup_repeats_a_problem(text, assignment)
+    assert problems == [], "\n".join(problems)
+
+
+def test_setup_check_catches_a_quiz_that_is_problem_2():
+    old = (
+        "```{admonition} 小测验：带宽受限还是延迟受限？\n"
+        "在 TPU v5e 的 4×4 切片上，沿一个长度为 4 的轴 AllGather 一个 bf16[128] 数组。\n要多久？\n```\n\n"
+        "```{admonition} 答案\n:class: dropdown\n约 3 µs。\n```\n"
+    )
+    assert len(setup_repeats_a_problem(old, "ch05")) == 1
+    longer = old.replace("4×4 切片上，沿一个长度为 4 的轴", "16×16 切片上，沿一个长度为 16 的轴")
+    assert setup_repeats_a_problem(longer, "ch05") == []
+    assert setup_repeats_a_problem(old.replace("bf16[128]", "bf16[1024, 512]"), "ch05") == []
