@@ -1387,7 +1387,7 @@ def test_a_full_rerun_after_a_partial_run_gives_everyone_feedback_again(tmp_path
     capsys.readouterr()
     assert cli.main([str(own), *base]) == 0
     err = capsys.readouterr().err
-    assert "评分完成" in err and "没有反馈文件" not in err
+    assert "评分完成" in err and "不在 feedback/ 里" not in err
     assert _feedback_scores(out) == _result_scores(out) and set(_feedback_scores(out)) == {"s000", "s001", "s002"}
     assert not list((out / cli.STALE).glob("*.md"))  # 过时的那份删掉了：同一个学生不会两边各有一份
 
@@ -1416,7 +1416,7 @@ def test_an_interrupted_run_counts_only_graded_students_and_the_rerun_gives_ever
     capsys.readouterr()
     assert cli.main([str(own), *base, "--force"]) == 130
     err = capsys.readouterr().err
-    assert "还没评的 2 份里，2 份上一次的反馈在 stale-feedback/ 里" in err
+    assert "还没评完的 2 人（还有 2 份没评）；他们的 2 份反馈在 stale-feedback/ 里" in err
     assert len(list((out / "feedback").glob("*.md"))) == 1 and len(list((out / cli.STALE).glob("*.md"))) == 2
     summary = (out / "summary.md").read_text(encoding="utf-8")
     graded = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))["submissions"]
@@ -1432,6 +1432,54 @@ def test_an_interrupted_run_counts_only_graded_students_and_the_rerun_gives_ever
     assert "跳过已评 3 份" in capsys.readouterr().err  # --force 没有删掉以前的结果：没变的都用缓存
     assert _feedback_scores(out) == _result_scores(out) and set(_feedback_scores(out)) == {"s000", "s001", "s002"}
     assert not list((out / cli.STALE).glob("*.md"))
+
+
+def test_a_student_with_a_file_still_pending_is_not_graded_yet_after_an_interrupt(tmp_path, capsys, monkeypatch):
+    """s001 交了两份（先评的是空白的 a.ipynb），评完第一份时中断。以前：他按空白那份的 0 分算进平均分、中位数和分数分布，
+    不在“还没有评”里；空白那份的反馈留在 feedback/ 里，当成这次的；还说他没有反馈文件是因为“写反馈失败”（没有失败过）"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    out = tmp_path / "out"
+    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
+            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    assert cli.main([str(own), *base]) == 0
+    shutil.copy(tmp_path / "assigned" / "s001" / "ch05_exercises.ipynb", own / "s001" / "a.ipynb")
+    real = cli.grade_submission
+
+    def stop_after_one(f, ctx):
+        if ctx.stop.is_set():
+            raise cli.Interrupted()
+        res = real(f, ctx)
+        ctx.stop.set()  # 就像第一份评完时按了 Ctrl-C
+        return res
+
+    monkeypatch.setattr(cli, "grade_submission", stop_after_one)
+    capsys.readouterr()
+    assert cli.main([str(own), *base]) == 130
+    err = capsys.readouterr().err
+    results = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (out / "results").glob("*.json")}
+    (blank,) = [r for s, r in results.items() if s.startswith("s001~")]
+    assert blank["file"] == "s001/a.ipynb" and blank["points"] == 0
+    others = [results["s000"]["points"], results["s002"]["points"]]
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "## 还没有评（1 人" in summary and "`s001`" in summary.split("## 还没有评")[1]
+    assert f"- 平均分 {sum(others) / 2:.2f}" in summary and "还没有评的 1 人不算在内" in summary
+    assert "| 0%–10% |" not in summary and "计入成绩的 2 份" in summary
+    assert f"平均分 {sum(others) / 2:.2f}" in err and "还没有评 1 人" in err
+    assert not list((out / "feedback").glob("s001*.md"))  # 空白那份的反馈不当成这次的
+    assert (out / cli.STALE / f"{blank['student']}.md").is_file()
+    assert "写反馈失败" not in err and "没有反馈文件" not in err
+    assert "还没评完的 1 人（还有 1 份没评）；他们的 2 份反馈在 stale-feedback/ 里" in err
+    book = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))["submissions"]
+    assert not [r for r in book if r.get("roster_id") == "s001" and r.get("counted")]
+    monkeypatch.setattr(cli, "grade_submission", real)
+    capsys.readouterr()
+    assert cli.main([str(own), *base]) == 0
+    assert "跳过已评 3 份" in capsys.readouterr().err
+    scores = _feedback_scores(out)
+    solved = json.loads((out / "results" / "s000.json").read_text(encoding="utf-8"))["max_points"]
+    assert scores["s001"] == f"- 得分：**{solved:g} / {solved:g}**"
+    assert scores[blank["student"]] == f"- 得分：**0 / {solved:g}**"
+    assert not list((out / cli.STALE).glob("s001*.md"))
 
 
 def _no_results_for(found, *missing: str) -> dict:
