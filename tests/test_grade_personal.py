@@ -1374,6 +1374,28 @@ def _result_scores(out: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
+def test_a_cached_result_follows_its_student_not_the_path_and_never_another_student():
+    """只给一个文件时它的路径变了（ch05_exercises.ipynb，而不是 s001/ch05_exercises.ipynb）：同一个学生、同样的内容照样用缓存；
+    另一个学生一模一样的副本、没有花名册时换了路径的、有身份问题的，都不用"""
+    previous = {"roster_id": "s001", "file": "s001/ch05_exercises.ipynb", "sha256": "abc", "cache_key": "k",
+                "status": status.GRADED, "how": identify.BY_FOLDER, "identity_conflict": False, "problems": []}  # fmt: skip
+    moved = folder.Found(Path("x"), "ch05_exercises.ipynb", b"ch05_exercises.ipynb", b"x", "s001", roster_id="s001")
+    moved.how = identify.BY_EMBEDDED_ID
+    reused = cli._cached(previous, "abc", "k", moved)
+    assert reused["file"] == "ch05_exercises.ipynb" and reused["how"] == identify.BY_EMBEDDED_ID
+    assert previous["file"] == "s001/ch05_exercises.ipynb"  # 缓存里的那份不改
+    assert cli._cached(previous, "abd", "k", moved) is None and cli._cached(previous, "abc", "j", moved) is None
+    copy = folder.Found(Path("y"), "s002/ch05_exercises.ipynb", b"s002/ch05_exercises.ipynb", b"s002", "s002",
+                        roster_id="s002")  # fmt: skip
+    assert cli._cached(previous, "abc", "k", copy) is None
+    loose = folder.Found(Path("x"), "ch05_exercises.ipynb", b"ch05_exercises.ipynb", b"x", "s001")
+    assert cli._cached({**previous, "roster_id": None}, "abc", "k", loose) is None
+    moved.notes = ["笔记本里写的是 s002"]
+    assert cli._cached(previous, "abc", "k", moved) is None
+    moved.notes = []
+    assert cli._cached({**previous, "identity_conflict": True}, "abc", "k", moved) is None
+
+
 def test_a_full_rerun_after_a_partial_run_gives_everyone_feedback_again(tmp_path, capsys):
     """整条命令：全班评过，只给一个学生的文件重评（别的学生的反馈移到 stale-feedback/），再照样给全班的提交目录。
     以前第三次运行 rc 0、canvas.csv 里四个人都有分，feedback/ 里却只有重评的那一份（缓存的结果不重写反馈）"""
@@ -1382,7 +1404,9 @@ def test_a_full_rerun_after_a_partial_run_gives_everyone_feedback_again(tmp_path
     base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
             "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
     assert cli.main([str(own), *base]) == 0
+    capsys.readouterr()
     assert cli.main([str(own / "s002" / "ch05_exercises.ipynb"), *base]) == 0
+    assert "新评 0 份，跳过已评 1 份" in capsys.readouterr().err  # 换了给法的同一份文件用缓存（以前重评）
     assert sorted(p.stem for p in (out / cli.STALE).glob("*.md")) == ["s000", "s001"]
     capsys.readouterr()
     assert cli.main([str(own), *base]) == 0

@@ -879,7 +879,9 @@ def _cached(previous: dict | None, sha: str | None, cache_key: str, found: Found
         return None
     if previous.get("cache_key") != cache_key or previous.get("sha256") != sha:
         return None
-    if previous.get("roster_id") != found.roster_id or previous.get("file") != found.rel:
+    if previous.get("roster_id") != found.roster_id:
+        return None
+    if previous.get("file") != found.rel and not _same_student_moved(previous, found):
         return None
     if sorted(previous.get("group", [])) != sorted(found.members):
         return None  # 小组的组员变了（重新导出了 Gradescope）：以前照样用缓存，退出小组的人还拿着小组的分
@@ -887,7 +889,17 @@ def _cached(previous: dict | None, sha: str | None, cache_key: str, found: Found
         return None  # 与别的提交同时评时超时、还没单独重评过（那次运行被中断了）：再评
     if previous.get("status") in (st.CRASHED, st.GRADER_ERROR):
         return None  # 崩溃可能是评分环境的错（以前：环境修好之后照样用缓存里全班的“崩溃”）：再评
+    if previous.get("file") != found.rel:
+        return {**previous, "file": found.rel, "how": found.how}  # 这次的路径与认出的方式
     return previous
+
+
+def _same_student_moved(previous: dict, found: Found) -> bool:
+    """同一个花名册学生、内容相同的文件只是这次的给法不同（只给这一个文件 subs/ch05/s001/ch05.ipynb 时路径是 ch05.ipynb，
+    给整个目录时是 s001/ch05.ipynb）：结果只由内容、他的参数和评分设置决定，照样用缓存（以前重评）。
+    另一个学生一模一样的副本不算：花名册 id 不同（结果也存在他自己的 id 下）。没有花名册时没有稳定的身份，路径要相同；
+    有身份问题的（笔记本写着别的学生，结果里有给助教的说明）也要相同：说明是按当时的认法写的"""
+    return bool(found.roster_id) and not found.notes and not previous.get("identity_conflict")
 
 
 def _previous(out: Path, meta: dict, wanted: set[str]) -> dict[str, dict]:
