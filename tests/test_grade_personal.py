@@ -1374,6 +1374,28 @@ def _result_scores(out: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
+def test_a_cached_result_follows_its_student_not_the_path_and_never_another_student():
+    """只给一个文件时它的路径变了（ch05_exercises.ipynb，而不是 s001/ch05_exercises.ipynb）：同一个学生、同样的内容照样用缓存；
+    另一个学生一模一样的副本、没有花名册时换了路径的、有身份问题的，都不用"""
+    previous = {"roster_id": "s001", "file": "s001/ch05_exercises.ipynb", "sha256": "abc", "cache_key": "k",
+                "status": status.GRADED, "how": identify.BY_FOLDER, "identity_conflict": False, "problems": []}  # fmt: skip
+    moved = folder.Found(Path("x"), "ch05_exercises.ipynb", b"ch05_exercises.ipynb", b"x", "s001", roster_id="s001")
+    moved.how = identify.BY_EMBEDDED_ID
+    reused = cli._cached(previous, "abc", "k", moved)
+    assert reused["file"] == "ch05_exercises.ipynb" and reused["how"] == identify.BY_EMBEDDED_ID
+    assert previous["file"] == "s001/ch05_exercises.ipynb"  # 缓存里的那份不改
+    assert cli._cached(previous, "abd", "k", moved) is None and cli._cached(previous, "abc", "j", moved) is None
+    copy = folder.Found(Path("y"), "s002/ch05_exercises.ipynb", b"s002/ch05_exercises.ipynb", b"s002", "s002",
+                        roster_id="s002")  # fmt: skip
+    assert cli._cached(previous, "abc", "k", copy) is None
+    loose = folder.Found(Path("x"), "ch05_exercises.ipynb", b"ch05_exercises.ipynb", b"x", "s001")
+    assert cli._cached({**previous, "roster_id": None}, "abc", "k", loose) is None
+    moved.notes = ["笔记本里写的是 s002"]
+    assert cli._cached(previous, "abc", "k", moved) is None
+    moved.notes = []
+    assert cli._cached({**previous, "identity_conflict": True}, "abc", "k", moved) is None
+
+
 def test_a_full_rerun_after_a_partial_run_gives_everyone_feedback_again(tmp_path, capsys):
     """整条命令：全班评过，只给一个学生的文件重评（别的学生的反馈移到 stale-feedback/），再照样给全班的提交目录。
     以前第三次运行 rc 0、canvas.csv 里四个人都有分，feedback/ 里却只有重评的那一份（缓存的结果不重写反馈）"""
@@ -1382,12 +1404,14 @@ def test_a_full_rerun_after_a_partial_run_gives_everyone_feedback_again(tmp_path
     base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
             "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
     assert cli.main([str(own), *base]) == 0
+    capsys.readouterr()
     assert cli.main([str(own / "s002" / "ch05_exercises.ipynb"), *base]) == 0
+    assert "新评 0 份，跳过已评 1 份" in capsys.readouterr().err  # 换了给法的同一份文件用缓存（以前重评）
     assert sorted(p.stem for p in (out / cli.STALE).glob("*.md")) == ["s000", "s001"]
     capsys.readouterr()
     assert cli.main([str(own), *base]) == 0
     err = capsys.readouterr().err
-    assert "评分完成" in err and "没有反馈文件" not in err
+    assert "评分完成" in err and "不在 feedback/ 里" not in err
     assert _feedback_scores(out) == _result_scores(out) and set(_feedback_scores(out)) == {"s000", "s001", "s002"}
     assert not list((out / cli.STALE).glob("*.md"))  # 过时的那份删掉了：同一个学生不会两边各有一份
 
@@ -1416,7 +1440,7 @@ def test_an_interrupted_run_counts_only_graded_students_and_the_rerun_gives_ever
     capsys.readouterr()
     assert cli.main([str(own), *base, "--force"]) == 130
     err = capsys.readouterr().err
-    assert "还没评的 2 份里，2 份上一次的反馈在 stale-feedback/ 里" in err
+    assert "还没评完的 2 人（还有 2 份没评）；他们的 2 份反馈在 stale-feedback/ 里" in err
     assert len(list((out / "feedback").glob("*.md"))) == 1 and len(list((out / cli.STALE).glob("*.md"))) == 2
     summary = (out / "summary.md").read_text(encoding="utf-8")
     graded = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))["submissions"]
@@ -1432,6 +1456,54 @@ def test_an_interrupted_run_counts_only_graded_students_and_the_rerun_gives_ever
     assert "跳过已评 3 份" in capsys.readouterr().err  # --force 没有删掉以前的结果：没变的都用缓存
     assert _feedback_scores(out) == _result_scores(out) and set(_feedback_scores(out)) == {"s000", "s001", "s002"}
     assert not list((out / cli.STALE).glob("*.md"))
+
+
+def test_a_student_with_a_file_still_pending_is_not_graded_yet_after_an_interrupt(tmp_path, capsys, monkeypatch):
+    """s001 交了两份（先评的是空白的 a.ipynb），评完第一份时中断。以前：他按空白那份的 0 分算进平均分、中位数和分数分布，
+    不在“还没有评”里；空白那份的反馈留在 feedback/ 里，当成这次的；还说他没有反馈文件是因为“写反馈失败”（没有失败过）"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    out = tmp_path / "out"
+    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
+            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    assert cli.main([str(own), *base]) == 0
+    shutil.copy(tmp_path / "assigned" / "s001" / "ch05_exercises.ipynb", own / "s001" / "a.ipynb")
+    real = cli.grade_submission
+
+    def stop_after_one(f, ctx):
+        if ctx.stop.is_set():
+            raise cli.Interrupted()
+        res = real(f, ctx)
+        ctx.stop.set()  # 就像第一份评完时按了 Ctrl-C
+        return res
+
+    monkeypatch.setattr(cli, "grade_submission", stop_after_one)
+    capsys.readouterr()
+    assert cli.main([str(own), *base]) == 130
+    err = capsys.readouterr().err
+    results = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (out / "results").glob("*.json")}
+    (blank,) = [r for s, r in results.items() if s.startswith("s001~")]
+    assert blank["file"] == "s001/a.ipynb" and blank["points"] == 0
+    others = [results["s000"]["points"], results["s002"]["points"]]
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "## 还没有评（1 人" in summary and "`s001`" in summary.split("## 还没有评")[1]
+    assert f"- 平均分 {sum(others) / 2:.2f}" in summary and "还没有评的 1 人不算在内" in summary
+    assert "| 0%–10% |" not in summary and "计入成绩的 2 份" in summary
+    assert f"平均分 {sum(others) / 2:.2f}" in err and "还没有评 1 人" in err
+    assert not list((out / "feedback").glob("s001*.md"))  # 空白那份的反馈不当成这次的
+    assert (out / cli.STALE / f"{blank['student']}.md").is_file()
+    assert "写反馈失败" not in err and "没有反馈文件" not in err
+    assert "还没评完的 1 人（还有 1 份没评）；他们的 2 份反馈在 stale-feedback/ 里" in err
+    book = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))["submissions"]
+    assert not [r for r in book if r.get("roster_id") == "s001" and r.get("counted")]
+    monkeypatch.setattr(cli, "grade_submission", real)
+    capsys.readouterr()
+    assert cli.main([str(own), *base]) == 0
+    assert "跳过已评 3 份" in capsys.readouterr().err
+    scores = _feedback_scores(out)
+    solved = json.loads((out / "results" / "s000.json").read_text(encoding="utf-8"))["max_points"]
+    assert scores["s001"] == f"- 得分：**{solved:g} / {solved:g}**"
+    assert scores[blank["student"]] == f"- 得分：**0 / {solved:g}**"
+    assert not list((out / cli.STALE).glob("s001*.md"))
 
 
 def _no_results_for(found, *missing: str) -> dict:

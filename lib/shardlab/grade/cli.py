@@ -879,7 +879,9 @@ def _cached(previous: dict | None, sha: str | None, cache_key: str, found: Found
         return None
     if previous.get("cache_key") != cache_key or previous.get("sha256") != sha:
         return None
-    if previous.get("roster_id") != found.roster_id or previous.get("file") != found.rel:
+    if previous.get("roster_id") != found.roster_id:
+        return None
+    if previous.get("file") != found.rel and not _same_student_moved(previous, found):
         return None
     if sorted(previous.get("group", [])) != sorted(found.members):
         return None  # 小组的组员变了（重新导出了 Gradescope）：以前照样用缓存，退出小组的人还拿着小组的分
@@ -887,7 +889,17 @@ def _cached(previous: dict | None, sha: str | None, cache_key: str, found: Found
         return None  # 与别的提交同时评时超时、还没单独重评过（那次运行被中断了）：再评
     if previous.get("status") in (st.CRASHED, st.GRADER_ERROR):
         return None  # 崩溃可能是评分环境的错（以前：环境修好之后照样用缓存里全班的“崩溃”）：再评
+    if previous.get("file") != found.rel:
+        return {**previous, "file": found.rel, "how": found.how}  # 这次的路径与认出的方式
     return previous
+
+
+def _same_student_moved(previous: dict, found: Found) -> bool:
+    """同一个花名册学生、内容相同的文件只是这次的给法不同（只给这一个文件 subs/ch05/s001/ch05.ipynb 时路径是 ch05.ipynb，
+    给整个目录时是 s001/ch05.ipynb）：结果只由内容、他的参数和评分设置决定，照样用缓存（以前重评）。
+    另一个学生一模一样的副本不算：花名册 id 不同（结果也存在他自己的 id 下）。没有花名册时没有稳定的身份，路径要相同；
+    有身份问题的（笔记本写着别的学生，结果里有给助教的说明）也要相同：说明是按当时的认法写的"""
+    return bool(found.roster_id) and not found.notes and not previous.get("identity_conflict")
 
 
 def _previous(out: Path, meta: dict, wanted: set[str]) -> dict[str, dict]:
@@ -973,12 +985,18 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         "ignored": len(meta["ignored"]),
     }
     meta["interrupted"] = interrupted
-    select_counted(list(results.values()))
-    _write_gradebook(out, results, meta)
-    held = {f.roster_id or f.sid for f in found if f.over_cap}
+    # 名下还有文件没评的学生（被中断时；谁算同一个学生见 per_student.student_of）：他的成绩还没定，整个人“还没有评”，
+    # 已评的那几份不计入成绩、不进统计，反馈也不放进 feedback/（以前按先评完的一份空白草稿的 0 分算进平均分）
+    waiting = {per_student.student_of(f) for f in todo if f.sid not in results}
+    unfinished = {f.sid for f in found if per_student.student_of(f) in waiting}
+    later = {f.roster_id or f.sid for f in found if f.sid in unfinished}
+    final = {sid: r for sid, r in results.items() if sid not in unfinished}
+    _write_gradebook(out, results, meta, unfinished)
+    held = {f.roster_id or f.sid for f in found if f.over_cap} - later
     # 这次的每份结果（缓存的也算）都重写反馈：以前只有新评的才写，上一次只评了一部分或被中断时移到 stale-feedback/ 的反馈
     # 就再也回不来，重跑整个班之后 feedback/ 里只剩新评的几份
-    written = _write_all_feedback(out, list(results.values()), held)
+    failed: set[str] = set()
+    written = _write_all_feedback(out, list(final.values()), held, failed)
     earlier = _earlier_students(out, meta)  # 输出目录里以前的、这次没有的结果属于谁（读一次）
     _set_aside_stale_feedback(out, _feedback_not_of_this_run(out, written))
     _drop_superseded_stale(out, written)
@@ -986,30 +1004,36 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     students = args.personal.students if args.personal else None
     if students:
         held_why |= _held_without_file(earlier, students, results, meta.get("doubts", {}))
-        held_why |= _held_unreadable(results.values())
-        held_why |= _held_book_params(results.values(), meta.get("doubts", {}).get("book_params", []))
+        held_why |= _held_unreadable(final.values())
+        held_why |= _held_book_params(final.values(), meta.get("doubts", {}).get("book_params", []))
+    held_why = {sid: why for sid, why in held_why.items() if sid not in later}
     withheld = _withheld(results, bool(newly))
     ignored = [(i["file"], i["reason"]) for i in meta["ignored"]]
     try:
         evidence = None
         if args.personal is not None and ctx.chapter is not None:
-            counted = [r for r in results.values() if r.get("counted")]
+            counted = [r for r in final.values() if r.get("counted")]
             evidence = integrity.analyze(counted, args.personal.key.values, f"ch{ctx.chapter:02d}")
             _not_copying_the_book(evidence, meta.get("doubts", {}).get("book_params", []))
         overview = outputs.write_all(
-            out, list(results.values()), students, ctx.chapter, ignored, report.atomic_write,
+            out, list(final.values()), students, ctx.chapter, ignored, report.atomic_write,
             args.canvas_column, args.weight_map, evidence, meta.get("roster_notes", []), interrupted,
-            {f.roster_id or f.sid for f in todo if f.sid not in results}, held_why, withheld, args.zero_missing,
+            later, held_why, withheld, args.zero_missing,
         )  # fmt: skip
     except Exception as exc:  # noqa: BLE001  汇总写不出来不影响已经写出的成绩册
         overview = f"评分器：写汇总（grades_wide.csv、canvas.csv、summary.md、ta/）失败：{terminal(exc)}"
-    missing = _without_feedback(out, list(results.values()))
-    if missing:
-        print(
-            f"评分器：{len(missing)} 名有成绩的学生没有反馈文件（{'、'.join(terminal(m, 40) for m in missing[:10])}"
-            f"{'…' if len(missing) > 10 else ''}）：见上面写反馈失败的原因；修好之后再运行一次会重写（不重评）",
-            file=sys.stderr,
-        )
+    # 只查结果都齐了的学生：还没评完的学生本来就没有这次的反馈（以前把他们算成“写反馈失败”）
+    missing = _without_feedback(out, list(final.values()))
+    for names, why in (
+        ([m for m in missing if m in failed], "写的时候出错了，原因见上面"),
+        ([m for m in missing if m not in failed], "写出之后又不见了（被移走或删掉了？）"),
+    ):
+        if names:
+            print(
+                f"评分器：{len(names)} 份有成绩的反馈不在 feedback/ 里（{'、'.join(terminal(m, 40) for m in names[:10])}"
+                f"{'…' if len(names) > 10 else ''}）：{why}；再运行一次会重写（不重评）",
+                file=sys.stderr,
+            )
     done = "评分被中断" if interrupted else ("评分结束，但反馈不全" if missing else "评分完成")
     print(
         f"{done}：新评 {len(newly)} 份，跳过已评 {skipped} 份，"
@@ -1032,11 +1056,11 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     if interrupted:
         # 还没评的提交上一次的反馈已经移开（不是这次写的），不能当成这次的发出去；数的是现在在 stale-feedback/ 里的
         # （以前数的是最后这一步又移了几份，总是 0）
-        pending = {f.sid for f in todo if f.sid not in newly}
-        aside = sum((out / STALE / f"{sid}.md").is_file() for sid in pending)
+        left = sum(f.sid not in results for f in todo)
+        aside = sum((out / STALE / f"{name}.md").is_file() for name in unfinished | later)
         print(
-            f"评分被中断：已评的结果都已保存，再运行一次会接着评剩下的（还没评的 {len(pending)} 份里，"
-            f"{aside} 份上一次的反馈在 {STALE}/ 里）",
+            f"评分被中断：已评的结果都已保存，再运行一次会接着评剩下的（还没评完的 {len(waiting)} 人"
+            f"（还有 {left} 份没评）；他们的 {aside} 份反馈在 {STALE}/ 里，不会当成这次的发出去）",
             file=sys.stderr,
         )
         return 130
@@ -1213,17 +1237,21 @@ def _drop_superseded_stale(out: Path, written: set[str]) -> None:
             path.unlink()
 
 
-def _write_all_feedback(out: Path, results: list[dict], held: set[str] = frozenset()) -> set[str]:
+def _write_all_feedback(
+    out: Path, results: list[dict], held: set[str] = frozenset(), failed: set[str] | None = None
+) -> set[str]:
     """为这次的每份结果写 ``feedback/<id>.md``，缓存里的也重新写（由 results/ 里的结果生成，不重评），
-    再写每个学生的（``_feedback_per_student``）；返回写出的名字"""
+    再写每个学生的（``_feedback_per_student``）；返回写出的名字，写不出来的名字加进 failed"""
+    failed = failed if failed is not None else set()
     written: set[str] = set()
     for r in results:
         try:
             report.write_feedback(out, r)
             written.add(r["student"])
         except Exception as exc:  # noqa: BLE001  一份写不出来不影响别的
+            failed.add(r.get("student"))
             print(f"评分器：写 {terminal(r.get('student'))} 的反馈失败：{terminal(exc)}", file=sys.stderr)
-    return written | _feedback_per_student(out, results, held)
+    return written | _feedback_per_student(out, results, held, failed)
 
 
 def _without_feedback(out: Path, results: list[dict]) -> list[str]:
@@ -1234,9 +1262,12 @@ def _without_feedback(out: Path, results: list[dict]) -> list[str]:
     return sorted(s for s in need if isinstance(s, str) and s and not (out / "feedback" / f"{s}.md").is_file())
 
 
-def _feedback_per_student(out: Path, results: list[dict], held: set[str] = frozenset()) -> set[str]:
+def _feedback_per_student(
+    out: Path, results: list[dict], held: set[str] = frozenset(), failed: set[str] | None = None
+) -> set[str]:
     """同一个学生有几份提交时，``feedback/<学生 id>.md`` 是计入成绩的那一份的反馈，并列出别的文件；
     held 里的学生（名下的文件超过上限）另外说明成绩待老师核对。返回写出的名字"""
+    failed = failed if failed is not None else set()
     written: set[str] = set()
     groups: dict[str, list[dict]] = {}
     for r in results:
@@ -1257,6 +1288,7 @@ def _feedback_per_student(out: Path, results: list[dict], held: set[str] = froze
             report.write_feedback(out, {**counted[0], "student": sid, "notes": notes})
             written.add(sid)
         except Exception as exc:  # noqa: BLE001
+            failed.add(sid)
             print(f"评分器：写 {terminal(sid)} 的反馈失败：{terminal(exc)}", file=sys.stderr)
     # 小组提交里自己没有文件的组员：拿同一份成绩，也拿同一份反馈（以前他们没有反馈文件）
     for r in results:
@@ -1270,13 +1302,17 @@ def _feedback_per_student(out: Path, results: list[dict], held: set[str] = froze
                 report.write_feedback(out, {**r, "student": member, "notes": [note, *r.get("notes", [])]})
                 written.add(member)
             except Exception as exc:  # noqa: BLE001
+                failed.add(member)
                 print(f"评分器：写 {terminal(member)} 的反馈失败：{terminal(exc)}", file=sys.stderr)
     return written
 
 
-def _write_gradebook(out: Path, results: dict[str, dict], meta: dict) -> None:
+def _write_gradebook(out: Path, results: dict[str, dict], meta: dict, unfinished: set[str] = frozenset()) -> None:
+    """unfinished：还没评完的学生的结果（被中断时）：照样列出，但不计入成绩"""
     try:
         select_counted(list(results.values()))
+        for sid in unfinished & results.keys():
+            results[sid]["counted"] = False
         report.write_gradebook(out, list(results.values()), meta)
     except Exception as exc:  # noqa: BLE001  成绩册写不出来不能让别的提交丢掉结果；每份的 results/*.json 都在
         print(f"评分器：写成绩册失败：{terminal(exc)}", file=sys.stderr)

@@ -205,7 +205,7 @@ def summary(
     if notes:
         lines += ["## 给教师的说明", "", *(f"- {md_inline(n)}" for n in notes), ""]
     if any(n.startswith("评分被中断") for n in notes):
-        lines += ["下面的统计只含已经评完的提交。", ""]
+        lines += ["下面的统计只含已经评完的学生（名下还有文件没评的学生整个人算“还没有评”）。", ""]
     lines.append(
         f"- 学生：{len(table)} 人；提交：{len(results)} 份（计入成绩的 {sum(r.get('counted', True) for r in results)} 份）"
     )
