@@ -364,3 +364,21 @@ def test_megatron_sp_extra_says_which_phase_it_counts():
         else:
             assert "前向加反向" in clause and "合计" in clause, (key, clause)
     assert len(claims) >= 8  # 5.8 节、5.10 节的 TP 一段与小测验、小结各两处，第 6 章的提示两处
+
+
+def test_small_message_quiz_does_not_ask_what_the_table_above_says():
+    """5.9 节环与树的表（“适合：中小消息、很多节点”）在“512 张卡上的小消息”之前：问题不再问 NCCL 为什么选树"""
+    quiz = CH05.index("小测验：512 张卡上的小消息")
+    assert CH05.index("| 适合 | 大消息、节点内 | 中小消息、很多节点 |") < quiz
+    question = _between(CH05, "小测验：512 张卡上的小消息", "```{admonition} 答案")
+    assert "为什么" not in question and "环的用时是树的几倍" in question
+    assert "ch05-nccl-ratio-512" in _between(CH05, "小测验：512 张卡上的小消息", "```{tip}")
+
+
+def test_reader_facing_notation_and_terms():
+    """表里的记号按数学式显示；解码、预填充在表里先写中文；图 5.5 的图注里数学式后面不紧跟逗号"""
+    assert "（2V/W_双向）" not in CH05 and r"（$2V/W_\text{双向}$）" in CH05
+    assert '("decode", 1)' not in CH05 and '"解码（decode）"' in CH05 and '"预填充（prefill）"' in CH05
+    caption = _between(CH05, ":name: fig-ch05-overlap", "```")
+    assert "$D=8192$，" not in caption and "$D=32768$，" not in caption
+    assert " “All” " not in CH05

@@ -258,3 +258,42 @@ def test_flops_per_second_is_not_the_output_matrix():
     """C 是输出矩阵 C[I, K]；芯片的 FLOP/s 一律写 C_芯片（第 5、6 章与解答）"""
     for text in (CHAPTER, SOLUTIONS, (ROOT / "book" / "ch05_collectives.md").read_text(encoding="utf-8")):
         assert not re.search(r"NC\)|NC/W|N\\,C\}|\(4C\)|[^A-Za-z_{\\]C/W_\\text|\\frac\{C\}", text)
+
+
+def _quiz_question(title: str) -> str:
+    start = CHAPTER.index(f"```{{admonition}} 小测验：{title}")
+    return CHAPTER[start : CHAPTER.index("```{admonition} 答案", start)]
+
+
+def test_backward_quiz_comes_before_the_printed_reduce_scatter_and_the_proof():
+    """“反向传播里的通信”：问题在证明、在打印出“反向：['reduce-scatter']”的单元、在说出“转置正是 ReduceScatter”之前"""
+    quiz = CHAPTER.index("小测验：反向传播里的通信")
+    sec = section("(sec-ch06-transpose)=", "(sec-ch06-roofline)=")
+    assert "转置关系" not in sec.splitlines()[1]  # 节的标题不先说出答案
+    for reveal in ("证明：把两者写成 Kronecker 积", 'print(f"反向：', "转置正是 ReduceScatter"):
+        assert quiz < CHAPTER.index(reveal), reveal
+
+
+def test_ring_quiz_comes_before_the_hlo_counts():
+    """“环上要传几次”：问题在打印 collective-permute 条数的单元与“n - 1 条（双向环 2(n-1) 条）”之前"""
+    quiz = CHAPTER.index("小测验：环上要传几次")
+    assert quiz < CHAPTER.index("HLO 里的集合通信：{dict(hlo_counts[op])}")
+    assert quiz < CHAPTER.index("只有 $n - 1$ 条（双向环 $2(n-1)$ 条）`collective-permute`")
+    assert "上面 HLO 的计数" not in CHAPTER
+
+
+def test_allreduce_or_reduce_scatter_quiz_does_not_ask_what_case_3_said():
+    """Case 3 一节已经说了“只做 ReduceScatter 省下一半时间”；小测验不再问两者为什么不一样"""
+    assert CHAPTER.index("只做 ReduceScatter 省下一半时间") < CHAPTER.index("小测验：AllReduce 还是 ReduceScatter")
+    question = _quiz_question("AllReduce 还是 ReduceScatter")
+    assert "为什么不一样" not in question and "为什么会变" in question
+
+
+def test_printed_outputs_have_no_space_after_chinese_punctuation():
+    """print 的多个参数之间有一个空格：“前向： [...]”。中文冒号、分号后面接参数的一律写成 f-string"""
+    for text in (CHAPTER, (ROOT / "book" / "ch05_collectives.md").read_text(encoding="utf-8")):
+        for call in re.findall(r"print\((.*)\)", text):
+            if 'sep="\\n"' in call:  # 各占一行
+                continue
+            assert not re.search(r"[：；，。]\"\s*,|,\s*\"[：；，。]", call), call
+            assert "：      " not in call, call
