@@ -68,7 +68,7 @@ def test_no_whole_book_schedule_wording():
 
 
 def test_tp_quiz_bytes_use_the_same_ring_factor_as_the_time():
-    answer = _between(CH05, "小测验：普通 TP 一个微批次要做多少次 AllReduce？", "```{tip}")
+    answer = _between(CH05, "小测验：普通 TP 一个微批次要花多少通信时间？", "```{tip}")
     assert "$2V(N-1)/N$" in answer
     assert "units.fmt_bytes(n_ar * 2 * v_q6 * 7 / 8)" in CH05
 
@@ -300,7 +300,7 @@ def test_chapter_nits_round_4():
 def test_tp_quiz_time_uses_the_chapters_gpu_model():
     """小测验按每个微批次计，时间与 P7 一样用 cost.estimate（带宽项 + NCCL 的延迟项）"""
     assert "普通 TP 一步要做多少次" not in CH05
-    answer = _between(CH05, "小测验：普通 TP 一个微批次要做多少次 AllReduce？", "```{tip}")
+    answer = _between(CH05, "小测验：普通 TP 一个微批次要花多少通信时间？", "```{tip}")
     for key in ("ch05-q6-bw1", "ch05-q6-lat1", "ch05-q6-call", "ch05-q6-t", "ch05-q6-t-bw"):
         assert "{glue:text}`" + key + "`" in answer
     assert 'cost.estimate("all_reduce", v_q6, {"TP": 8}, H100)' in CH05
@@ -312,7 +312,7 @@ def test_tp_quiz_time_uses_the_chapters_gpu_model():
 
 def test_tp_quiz_is_not_problem_7s_prefill():
     """以前小测验的 V（4096 词元 × 4096）与习题 P7 的 prefill（2048 词元 × 8192）恰好都是 33.6 MB：答案就是 P7 的答案"""
-    answer = _between(CH05, "小测验：普通 TP 一个微批次要做多少次 AllReduce？", "```{tip}")
+    answer = _between(CH05, "小测验：普通 TP 一个微批次要花多少通信时间？", "```{tip}")
     assert "8192 个词元" in answer
     assert units.fmt_bytes(8192 * 4096 * 2) != units.fmt_bytes(2048 * 8192 * 2)
 

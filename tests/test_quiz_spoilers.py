@@ -217,7 +217,7 @@ def _visible(cell: dict, glue: dict[str, str]) -> str:
 TOLD = {
     ("换成 v5p 能遮住吗？", "ch05-ov-dstar-n2"): "拿来对比的 v5e 阈值；要算的是 v5p 的阈值 ch05-q5-dstar",
     ("13B 模型在 v5e 上的梯度同步", "ch05-v5e-hbm"): "v5e 每颗芯片的 HBM 容量，是题目要用的常数",
-    ("普通 TP 一个微批次要做多少次 AllReduce？", "ch05-q6-lat1"): "NCCL 模型里 8 卡 AllReduce 的延迟项，5.6 节的常数",
+    ("普通 TP 一个微批次要花多少通信时间？", "ch05-q6-lat1"): "NCCL 模型里 8 卡 AllReduce 的延迟项，5.6 节的常数",
     ("沿短轴 AllGather", "ch06-lat-thr"): "v5e 的延迟门槛，本节刚讲过的判据",
     ("沿短轴 AllGather", "ch06-q4a-wrapped"): "“若有回绕”的旁注；373 µs 在本节另一处是别的量",
     ("是哪一种情形", "ch06-q2-v"): "67.1 MB 在本节别处是 bf16[4096, 8192] 的 V_A，不是这道题的部分和",
