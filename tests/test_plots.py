@@ -228,3 +228,28 @@ def test_style_block_restores_only_its_own_settings():
         assert matplotlib.rcParams["font.size"] == before
     finally:
         matplotlib.interactive(False)
+
+
+def test_matmul_cases_labels_sit_beside_the_matrices():
+    """图 6.2：行标签、矩阵名、说明的文字框都不压在任何一个矩阵格上（问号本来就在格子里），也不出图"""
+    from matplotlib.patches import Rectangle
+
+    fig = plots.matmul_cases()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+    problems = []
+    for ax in fig.axes:
+        cells = [p.get_window_extent(renderer) for p in ax.patches if isinstance(p, Rectangle)]
+        assert len(cells) >= 12
+        for text in ax.texts:
+            box = text.get_window_extent(renderer)
+            if box.x0 < page.x0 - 1 or box.x1 > page.x1 + 1:
+                problems.append(f"{text.get_text()!r} 出了图的左右边界")
+            for cell in cells:
+                inside = cell.x0 <= box.x0 and box.x1 <= cell.x1 and cell.y0 <= box.y0 and box.y1 <= cell.y1
+                if box.overlaps(cell) and not inside:
+                    problems.append(f"{text.get_text()!r} 压在矩阵格上")
+                    break
+    assert any(t.get_text() == "情形 1" for ax in fig.axes for t in ax.texts)
+    assert problems == [], problems

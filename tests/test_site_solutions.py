@@ -47,11 +47,14 @@ _STATE_JS = r"""
         Array.from(c.querySelectorAll(".cell_input, .cell_output")).some(shown)).length,
     checkMarks: document.body.innerText.split("✓").length - 1,
     unanswered: cells(".cell_output").filter(shown).filter(o => o.innerText.includes("未作答")).length,
+    emptyOutputs: cells(".cell_output .output").filter(shown).filter(o => !o.querySelector("img, table, mjx-container")
+        && !o.innerText.trim()).map(o => (o.closest("div.cell").querySelector(".cell_input") || o).innerText.trim()
+        .slice(0, 40)),
     solutionLinks: cells("a[href*='-sol-p']").map(a => a.href),
     answerLines: cells("div.cell").filter(c => /(^| )tag_ch\d\d-p/.test(c.className)).map(c => ({
       id: c.className.match(/(?:^| )tag_(ch\d\d-p[^ ]+)/)[1],
       lines: Array.from(c.querySelectorAll(".cell_output")).filter(shown)
-        .flatMap(o => o.innerText.split("\n")).map(l => l.trim()).filter(l => l.startsWith("答案：")),
+        .flatMap(o => o.innerText.split("\n")).map(l => l.trim()).filter(l => /^(\([a-z]\) )?答案：/.test(l)),
     })),
   };
 }
@@ -86,7 +89,9 @@ def states(site, chromium):
     return out
 
 
-_ANSWER_LINE = re.compile(r"^答案：.*?(?:（)?(\w+) = (-?[\d,]+(?:\.\d+)?(?:e[+-]?\d+)?)(?: (?:s|B|FLOP))?）?$")
+_ANSWER_LINE = re.compile(
+    r"^(?:\([a-z]\) )?答案：.*?(?:（)?(\w+) = (-?[\d,]+(?:\.\d+)?(?:e[+-]?\d+)?)(?: (?:s|B|FLOP))?）?$"
+)
 
 
 def answer_line_problems(answer_lines: list[dict], chapter: str) -> list[str]:
@@ -103,6 +108,10 @@ def answer_line_problems(answer_lines: list[dict], chapter: str) -> list[str]:
             continue
         if len(cell["lines"]) != 1:
             problems.append(f"{spec.id}：看得见的“答案：”行有 {len(cell['lines'])} 行，应当 1 行")
+            continue
+        part = re.search(r"-p\d+([a-z])$", spec.id)
+        if part and not cell["lines"][0].startswith(f"({part.group(1)}) 答案："):
+            problems.append(f"{spec.id}：答案行没有写出小问（({part.group(1)})）：{cell['lines'][0]!r}")
             continue
         m = _ANSWER_LINE.match(cell["lines"][0])
         if not m or m.group(1) != spec.var:
@@ -132,6 +141,7 @@ def test_each_problems_worked_answer_is_folded(states, name):
     assert state["solutionCells"] > 0 and state["solutionCellsShown"] == 0, "有解答单元没有折叠"
     assert state["checkMarks"] >= state["answerCells"]  # 每个自检都显示 ✓
     assert state["afterClick"] == 1  # 点开一个，它就显示出来
+    assert state["emptyOutputs"] == [], "有空的输出框（一行输出被拆成了两段，第二段只有换行）"
 
 
 @pytest.mark.slow

@@ -706,6 +706,40 @@ async (minCell) => {
 }
 """
 
+# 手机上改成卡片的表格（book/_static/course.js）：每个格子前面的标签要和表头看起来一样。读者看到的标签
+# （::before 的文字，加上 .course-label 里的内容）与表头比：式子算作“[式]”，MathJax 的无障碍文本
+# （mjx-assistive-mml，逐个字母的 “V A”）不算。表头里排好的式子在标签里也要是排好的式子，不是散开的字母
+_CARDS_JS = r"""
+async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  await new Promise(r => setTimeout(r, 300));
+  const seen = e => {
+    if (!e) return "";
+    const c = e.cloneNode(true);
+    c.querySelectorAll("mjx-container").forEach(m => m.replaceWith("[式]"));
+    c.querySelectorAll("span.math").forEach(m => m.replaceWith("[式]"));
+    return c.textContent.replace(/\s+/g, " ").trim();
+  };
+  const bad = [];
+  let cards = 0;
+  for (const t of document.querySelectorAll("article.bd-article table.course-cards")) {
+    const head = t.tHead && t.tHead.rows[t.tHead.rows.length - 1];
+    if (!head) continue;
+    for (const row of Array.from(t.tBodies).flatMap(b => Array.from(b.rows))) {
+      Array.from(row.cells).forEach((td, i) => {
+        cards += 1;
+        const before = getComputedStyle(td, "::before").content;
+        const pseudo = before && before !== "none" && before !== "normal" ? before.replace(/^"|"$/g, "") : "";
+        const label = (pseudo + " " + seen(td.querySelector(":scope > .course-label"))).trim();
+        const want = seen(head.cells[i]);
+        if (label !== want) bad.push(`“${label}”（表头：“${want}”）`);
+      });
+    }
+  }
+  return {cards, bad: Array.from(new Set(bad))};
+}
+"""
+
 # 点手机上看得见的 ☰ 与“本页目录”按钮：侧栏（对话框）要打开
 _NAV_JS = r"""
 async () => {
@@ -777,6 +811,12 @@ def _check_mobile(page, result: PageResult, site: Path, shot: Path | None) -> in
         result.add(
             "mobile",
             f"手机上 {len(layout['narrow'])} 个表格单元格窄于 {MIN_CELL_PX:g} px，例如 “{layout['narrow'][0]}”",
+        )
+    cards = page.evaluate(_CARDS_JS)
+    if cards["bad"]:
+        result.add(
+            "mobile",
+            f"手机上 {len(cards['bad'])} 种卡片标签与表头不一样（式子散成了字母？），例如 {cards['bad'][:3]}",
         )
     dead = page.evaluate(_NAV_JS)
     if dead:

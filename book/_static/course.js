@@ -6,7 +6,7 @@
    2. 手机上放不下的表格、代码块（含笔记本的代码单元与输出）和行间式子：在它上面加一行“左右滑动”的提示
       （手机浏览器不显示滚动条，看不出右边还有内容）；只宽出一点（≤ 15%）的式子先缩小到放得下。
    3. 手机上挤不下的表格（比框宽，或有单元格窄于 MIN_CELL 像素，一行只放得下一两个汉字）：四列以上的
-      （以及宽出四分之一以上的三列表）改成每行一张卡片（表头写在每个格子前面，course.css 的 .course-cards）；
+      （以及宽出四分之一以上的三列表）改成每行一张卡片（表头的副本写在每个格子前面，course.css 的 .course-cards）；
       其余的给每列一个最小宽度。
    4. 正文里的图（图注的图与笔记本输出的图）包进一个指向这张 PNG 本身的链接：手机上图里的字只有 10 px 左右，
       点一下就在浏览器里看原图（2 倍分辨率），能放大。alt 留在图上（链接的名字就是它）；鼠标指上去时提示一句。
@@ -36,31 +36,47 @@
   var PHONE = 600; // 与 course.css 里手机的断点相同
 
   function labelCells(table) {
-    // 每个格子记下它那一列的表头（卡片里写在格子前面），内容包进一个 span（卡片是两列的网格）
-    if (table.dataset.courseLabels) {
-      return true;
-    }
+    // 每个格子前面放一份它那一列的表头（卡片里的标签），内容包进一个 span（卡片是两列的网格）。
+    // 标签是表头内容的副本，不是表头的纯文字：MathJax 排好的式子（V_A、2V_C）的纯文字是
+    // 逐个字母的无障碍文本（“V A”“2 V C”），照抄进标签就成了散开的字母。表头变了（MathJax 排版完）就重新抄一份
     var head = table.tHead && table.tHead.rows[table.tHead.rows.length - 1];
     if (!head) {
       return false;
     }
-    var names = Array.prototype.map.call(head.cells, function (th) {
-      return (th.innerText || th.textContent || "").replace(/\s+/g, " ").trim();
-    });
+    var signature = head.innerHTML;
+    if (table.dataset.courseLabels === signature) {
+      return true;
+    }
     Array.prototype.forEach.call(table.tBodies, function (body) {
       Array.prototype.forEach.call(body.rows, function (row) {
         Array.prototype.forEach.call(row.cells, function (cell, i) {
-          cell.setAttribute("data-label", names[i] || "");
-          var span = document.createElement("span");
-          span.className = "course-cell";
-          while (cell.firstChild) {
-            span.appendChild(cell.firstChild);
+          var label = cell.querySelector(":scope > .course-label");
+          var span = cell.querySelector(":scope > .course-cell");
+          if (!span) {
+            span = document.createElement("span");
+            span.className = "course-cell";
+            while (cell.firstChild) {
+              span.appendChild(cell.firstChild);
+            }
+            cell.appendChild(span);
           }
-          cell.appendChild(span);
+          if (!label) {
+            label = document.createElement("span");
+            label.className = "course-label";
+            label.setAttribute("aria-hidden", "true"); // 读屏软件从表头读列名，不重复
+            cell.insertBefore(label, span);
+          }
+          label.replaceChildren();
+          var th = head.cells[i];
+          if (th) {
+            Array.prototype.forEach.call(th.childNodes, function (node) {
+              label.appendChild(node.cloneNode(true));
+            });
+          }
         });
       });
     });
-    table.dataset.courseLabels = "1";
+    table.dataset.courseLabels = signature;
     return true;
   }
 

@@ -317,7 +317,9 @@ function draw(panel,r){
   const moves=s<r.moves.length?r.moves[s]:[];
   for(const [a,b,dir,chips] of moves){const [x1,y1]=pos(r,a),[x2,y2]=pos(r,b);
     const mx=(x1+x2)/2,my=(y1+y2)/2,dx=x2-x1,dy=y2-y1,L=Math.hypot(dx,dy)||1;
-    const off=(r.layout==="ring"?18:28)*dir, nx=-dy/L*off, ny=dx/L*off;
+    // 法向取传输方向的右手边：同一条链路上反方向的两次传输（a→b 与 b→a）一个在线这边、一个在那边，不画在同一处
+    // （再乘 dir 会把反方向的那次翻回同一边）
+    const off=r.layout==="ring"?18:28, nx=-dy/L*off, ny=dx/L*off;
     const sx=x1+dx*0.28,sy=y1+dy*0.28,ex=x2-dx*0.28,ey=y2-dy*0.28;
     svg.appendChild(el("path",{d:`M${sx},${sy} Q${mx+nx},${my+ny} ${ex},${ey}`,fill:"none",stroke:"#555",class:"sl-ink",
       "stroke-width":"1.6","marker-end":`url(#%(id)s-arrow)`}));

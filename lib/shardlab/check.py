@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import sys
 
 from shardlab.exercise import answers, problems
 from shardlab.exercise.judge import CORRECT, INVALID, MISSING, WRONG, Verdict, as_number, evaluate
@@ -42,4 +43,5 @@ def check(answer_id: str, value) -> None:
     spec = answers.get(answer_id)
     frame = inspect.currentframe()
     caller = frame.f_back.f_globals if frame is not None and frame.f_back is not None else {}
-    print(evaluate(answer_id, value, notebook_params(spec.assignment, caller)))
+    # 一次写出整行（含换行）：print 分两次写，笔记本有时把换行单独送成第二段输出（网站上一个空的输出框）
+    sys.stdout.write(f"{evaluate(answer_id, value, notebook_params(spec.assignment, caller))}\n")

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import Any
 
 from shardlab import units
@@ -57,23 +59,34 @@ def glue_text(name: str, text: Any) -> None:
     glue(name, str(text), display=False)
 
 
+def answer_part(answer_id: str) -> str:
+    """答案编号里的小问：``"ch05-p1a"`` → ``"(a)"``；没有小问字母的编号（``"ch05-p5-8"``）是空字符串"""
+    m = re.search(r"-p\d+([a-z])$", answer_id)
+    return f"({m.group(1)})" if m else ""
+
+
 def answer_line(answer_id: str, value: Any) -> str:
-    """解答页上一问的答案行：``答案：23.3 µs（p1a = 2.33e-05 s）``；SI 的值写四位有效数字，单位取自答案登记表"""
+    """解答页上一问的答案行：``(a) 答案：23.3 µs（p1a = 2.33e-05 s）``
+
+    有小问字母的编号在前面写上小问（``answer_part``）；SI 的值写四位有效数字，单位取自答案登记表
+    """
     spec = answers.get(answer_id)
     x = float(value)
+    part = answer_part(answer_id)
+    head = f"{part} 答案：" if part else "答案："
     if spec.unit == "s":
-        return f"答案：{units.fmt_time(x)}（{spec.var} = {x:.4g} s）"
+        return f"{head}{units.fmt_time(x)}（{spec.var} = {x:.4g} s）"
     if spec.unit == "B":
         exact = f"{int(x):,}" if x.is_integer() else f"{x:.4g}"
-        return f"答案：{units.fmt_bytes(x)}（{spec.var} = {exact} B）"
+        return f"{head}{units.fmt_bytes(x)}（{spec.var} = {exact} B）"
     if spec.unit == "FLOP":
-        return f"答案：{spec.var} = {x:.4g} FLOP"
-    return f"答案：{spec.var} = {units.fmt_num(x, 4)}"
+        return f"{head}{spec.var} = {x:.4g} FLOP"
+    return f"{head}{spec.var} = {units.fmt_num(x, 4)}"
 
 
 def show_answer(answer_id: str, value: Any) -> None:
     """在解答的答案单元下面打印一行“答案：……”（值由同一个单元算出，单位取自答案登记表）；返回 None"""
-    print(answer_line(answer_id, value))
+    sys.stdout.write(answer_line(answer_id, value) + "\n")  # 一次写出整行，不拆成两段输出
 
 
 def md_table(headers: list[str], rows: list[list[Any]]):

@@ -512,9 +512,90 @@ __all__ = [
     "glue_figure",
     "loglog_time_vs_bytes",
     "mark_regimes",
+    "matmul_cases",
     "style",
     "time_label",
     "timeline",
     "use_style",
     "zh",
 ]
+
+
+# 四种基本情形（第 6 章图 6.2）：行标签、A、B、C 各自的切法与名字、右边的说明
+MATMUL_CASES = (
+    ("情形 1", ("rows", "$A[I_X, J]$"), ("rep", "$B[J, K]$"), ("rows", "$C[I_X, K]$"), "不需要通信"),
+    (
+        "情形 2",
+        ("cols", "$A[I, J_X]$"),
+        ("rep", "$B[J, K]$"),
+        ("rep", "$C[I, K]$"),
+        "先沿 X AllGather(A)，\n或切片 B 再沿 X AllReduce",
+    ),
+    (
+        "情形 3",
+        ("cols", "$A[I, J_X]$"),
+        ("rows", "$B[J_X, K]$"),
+        ("partial", "$C[I, K]\\{U_X\\}$"),
+        "之后沿 X AllReduce\n或 ReduceScatter",
+    ),
+    (
+        "情形 4",
+        ("rows", "$A[I_X, J]$"),
+        ("cols", "$B[J, K_X]$"),
+        ("diag", "只有对角块"),
+        "输出不合法（X 用了两次）：\n先沿 X AllGather(A 或 B)",
+    ),
+)
+LABELS += tuple(t for case in MATMUL_CASES for t in (case[0], case[1][1], case[2][1], case[3][1], case[4])) + (
+    "Case 1",
+    "?",
+)
+
+
+def matmul_cases(cases=MATMUL_CASES):
+    """长度为 2 的网格轴 X 上的几种矩阵乘法情形：每行“标签 | A · B = C | 说明”，返回 Figure
+
+    每个矩阵是 2×2 格：rows / cols 按行 / 列分给两个设备（蓝、朱红），rep 两个设备各有一份（灰），
+    partial 两个设备各有一份部分和（斜线），diag 只有对角块（另两格是问号）。
+    行标签单独占左边一栏（“情形 1”，下面一行小字 “Case 1”），不压在矩阵上。
+    """
+    from matplotlib.patches import Rectangle
+
+    dev, grey = [COLORS["blue"], COLORS["vermillion"]], "#cccccc"
+    fills = {
+        "rows": [[dev[0], dev[0]], [dev[1], dev[1]]],
+        "cols": [[dev[0], dev[1]], [dev[0], dev[1]]],
+        "diag": [[dev[0], None], [None, dev[1]]],
+    }
+
+    def draw_matrix(ax, x0, kind, name):
+        for i in range(2):
+            for j in range(2):
+                color = fills.get(kind, [[kind] * 2] * 2)[i][j]
+                xy = (x0 + j, 1 - i)
+                if color == "partial":
+                    ax.add_patch(Rectangle(xy, 1, 1, facecolor="white", edgecolor=dev[0], hatch="///"))
+                    ax.add_patch(Rectangle(xy, 1, 1, fill=False, edgecolor=dev[1], hatch="\\\\\\"))
+                elif color is None:
+                    ax.add_patch(Rectangle(xy, 1, 1, facecolor="white", edgecolor="#999999"))
+                    ax.text(x0 + j + 0.5, 1.5 - i, "?", ha="center", va="center", fontsize=12)
+                else:
+                    face = grey if color == "rep" else color
+                    ax.add_patch(Rectangle(xy, 1, 1, facecolor=face, alpha=0.75, edgecolor="white", linewidth=1.5))
+        ax.text(x0 + 1, 2.15, name, ha="center", va="bottom", fontsize=MIN_FONT_PT)
+
+    fig, axes = figure(len(cases), 1, height=1.0 * len(cases) + 0.2, squeeze=False)
+    for k, (ax, (title, (ka, na), (kb, nb), (kc, nc), note)) in enumerate(zip(axes[:, 0], cases), start=1):
+        ax.text(0, 1.25, title, ha="left", va="center", fontsize=11)
+        ax.text(0, 0.55, f"Case {k}", ha="left", va="center", fontsize=MIN_FONT_PT, color="#555555")
+        draw_matrix(ax, 2.2, ka, na)
+        ax.text(4.65, 1, r"$\cdot$", ha="center", va="center", fontsize=20)
+        draw_matrix(ax, 5.1, kb, nb)
+        ax.text(7.55, 1, "=", ha="center", va="center", fontsize=16)
+        draw_matrix(ax, 8.0, kc, nc)
+        ax.text(10.4, 1, note, ha="left", va="center", fontsize=MIN_FONT_PT)
+        ax.set_xlim(0, 15.6)
+        ax.set_ylim(-0.1, 2.8)
+        ax.set_aspect("equal")
+        ax.axis("off")
+    return fig

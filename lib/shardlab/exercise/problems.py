@@ -112,7 +112,7 @@ def _mesh_text(m: Mapping[str, int]) -> str:
 
 
 def _slice_text(m: Mapping[str, int]) -> str:
-    return "x".join(str(n) for n in m.values())
+    return "×".join(str(n) for n in m.values())
 
 
 def fmt_model(params: float) -> str:
@@ -163,10 +163,10 @@ PARAMS: dict[str, tuple[Param, ...]] = {
 
 TEXT: dict[str, tuple[TextSub, ...]] = {
     "ch05": (
-        TextSub(1, "4x4x4", lambda p: _slice_text(p["mesh"])),
+        TextSub(1, "4×4×4", lambda p: _slice_text(p["mesh"])),
         TextSub(1, "`{'X': 4, 'Y': 4, 'Z': 4}`", lambda p: _mesh_text(p["mesh"])),
         TextSub(1, "B = 1024，D = 4096", lambda p: f"B = {p['B']}，D = {p['D']}"),
-        TextSub(2, "4x4x4", lambda p: _slice_text(p["mesh"])),
+        TextSub(2, "4×4×4", lambda p: _slice_text(p["mesh"])),
         TextSub(2, "`{'X': 4, 'Y': 4, 'Z': 4}`", lambda p: _mesh_text(p["mesh"])),
         TextSub(2, "B 只有 128", lambda p: f"B 只有 {p['B2']}"),
         TextSub(2, "bf16[128]", lambda p: f"bf16[{p['B2']}]"),
@@ -179,10 +179,10 @@ TEXT: dict[str, tuple[TextSub, ...]] = {
     ),
     "ch06": (
         TextSub(1, "`{'X': 4, 'Y': 8, 'Z': 2}`", lambda p: _mesh_text(p["mesh1"])),
-        TextSub(2, "4x4x4", lambda p: _slice_text(p["mesh"])),
+        TextSub(2, "4×4×4", lambda p: _slice_text(p["mesh"])),
         TextSub(2, "`{'X': 4, 'Y': 4, 'Z': 4}`", lambda p: _mesh_text(p["mesh"])),
         TextSub(2, "B = 1024，D = 4096", lambda p: f"B = {p['B']}，D = {p['D']}"),
-        TextSub(3, "4x4x4", lambda p: _slice_text(p["mesh"])),
+        TextSub(3, "4×4×4", lambda p: _slice_text(p["mesh"])),
         TextSub(3, "B 只有 128", lambda p: f"B 只有 {p['B3']}"),
         TextSub(3, "bf16[128]", lambda p: f"bf16[{p['B3']}]"),
         TextSub(5, "D = 8192，F = 32768，批量 B = 128", lambda p: f"D = {p['D5']}，F = {p['F5']}，批量 B = {p['B5']}"),
