@@ -53,6 +53,8 @@ DEFINED_IN = {
     "带宽项": CH05,
     "延迟项": CH05,
     "多轴 AllGather": CH05,
+    "多轴": CH05,
+    "NVLink": APP_A,
     "总线带宽": CH05,
     "算法带宽": CH05,
     "数据并行": CH05,
