@@ -548,3 +548,97 @@ def test_flops_use_one_unit_per_table():
         for o in state["options"]:
             assert o["flops_per_device_text"] == units.fmt_flops(o["flops_per_device"], unit)
             assert o["flops_per_device_text"] in o["describe"]
+
+
+def _split_by_hand(v: float, sizes: list[int], chip: hardware.TpuChip) -> tuple[float, float]:
+    """多轴 AllGather（各轴有回绕、偶数长）的延迟项与带宽项，在这里逐阶段、逐片重新数一遍：
+
+    第 j 阶段第 p 片沿轴 (p+j) mod k 走 L/2 步，每步的块是 V/(N·k) 乘上已经收齐的轴长之积；
+    阶段的时间取最慢的一片。受延迟限制的步（块/W_单向 < t_hop）记进延迟项，其余记进带宽项。"""
+    k, n, w, lat = len(sizes), math.prod(sizes), chip.ici_oneway_bw, chip.hop_latency
+    latency = bandwidth = 0.0
+    for j in range(k):
+        pieces = []
+        for p in range(k):
+            done = math.prod(sizes[(p + i) % k] for i in range(j))
+            hops, hop = sizes[(p + j) % k] // 2, v / (n * k) * done / w
+            pieces.append((hops * max(lat, hop), hops, hop))
+        _, hops, hop = max(pieces)
+        if hop < lat:
+            latency += hops * lat
+        else:
+            bandwidth += hops * hop
+    return latency, bandwidth
+
+
+@pytest.mark.parametrize(
+    ("chip", "mesh"),
+    [
+        ("v5e", {"X": 16, "Y": 16}),
+        ("v5p", {"X": 4, "Y": 4, "Z": 4}),
+        ("v5p", {"X": 16, "Y": 16}),
+        ("v6e", {"X": 16, "Y": 16}),
+    ],
+)
+def test_regime_on_several_axes_means_the_latency_term_dominates(chip, mesh):
+    """以前：v5e 16×16 沿 X、Y，V = 10 MB 时标题写“约 63.6 µs，延迟受限”（只要有一步受延迟限制就算），
+    而图中的交点 V* 在约 2.7 MB，延迟项 16 µs 远小于带宽项。现在判断、交点与这里重新数的两项一致"""
+    spec = hardware.get_chip(chip)
+    axes = list(mesh)
+    for v in explorer.curve_sizes()[::4]:
+        state = explorer.collective_state(chip, "all_gather", v, axes=axes, mesh=mesh)
+        lat, bw = _split_by_hand(v, list(mesh.values()), spec)
+        assert math.isclose(lat + bw, state["time_s"], rel_tol=1e-9)
+        assert state["regime"] == ("latency-bound" if lat > bw else "bandwidth-bound"), (v, lat, bw)
+        cross = state["crossover_bytes"]["all_gather"]
+        if abs(math.log(v / cross)) > 1e-6:
+            assert (state["regime"] == "latency-bound") == (v < cross), (v, cross)
+            assert (state["regime"] == "latency-bound") == ("延迟受限" in state["summary"])
+
+
+def test_crossover_on_several_axes_is_where_the_plotted_terms_meet():
+    """v5p 4×4×4 沿 X、Y、Z：三个阶段的块之比 1 : 4 : 16，每阶段 2 步。交点是前两个阶段（延迟受限）的 4·t_hop
+    等于第三个阶段（带宽受限）的 2·16·V/(64·3·W_单向)：V* = 24·W_单向·t_hop = 2.16 MB（以前按渐近线取 2.47 MB）"""
+    v5p = hardware.get_chip("v5p")
+    mesh = {"X": 4, "Y": 4, "Z": 4}
+    state = explorer.collective_state("v5p", "all_gather", 1e6, axes=list(mesh), mesh=mesh)
+    expected = 24 * v5p.ici_oneway_bw * v5p.hop_latency
+    assert math.isclose(expected, 2.16e6) and math.isclose(
+        state["crossover_bytes"]["all_gather"], expected, rel_tol=1e-6
+    )
+    lat, bw = _split_by_hand(expected, [4, 4, 4], v5p)
+    assert math.isclose(lat, bw)
+
+
+def test_cost_regime_matches_a_brute_force_split_for_every_tpu_model():
+    """cost.estimate 的 regime：对单轴、线形与 AllToAll，在这里用“全部跳数 × t_hop”与“t_hop = 0 时的时间”重算；
+    这些模型每一跳一样大，两者的比较就是延迟项与带宽项的比较"""
+    for chip, mesh, axes in [
+        ("v5e", {"X": 16, "Y": 16}, ["X"]),
+        ("v5e", {"X": 4, "Y": 4}, ["X"]),
+        ("v4p", {"X": 4, "Y": 4, "Z": 4}, ["Y"]),
+    ]:
+        for coll in ("all_gather", "all_reduce", "all_to_all"):
+            for v in explorer.curve_sizes()[::6]:
+                est = cost.estimate(coll, v, axes, chip, mesh=mesh)
+                floor = cost.estimate(coll, 0.0, axes, chip, mesh=mesh).time_s
+                kind = "latency-bound" if floor > est.bandwidth_term_s else "bandwidth-bound"
+                if not math.isclose(floor, est.bandwidth_term_s, rel_tol=1e-6):
+                    assert est.regime == kind, (chip, coll, v)
+
+
+def test_headline_leads_with_the_cross_node_time_and_its_regime():
+    """H100 16×16 轴 X（每组跨 16 个节点），V = 10 MB：以前标题先说连续放置的 42.7 µs、延迟受限，再说“⚠ 约 235 µs”。
+    现在先说跨节点模型的时间与它自己的判断（这里延迟项与带宽项在这里重算），连续放置的时间是旁注"""
+    h100 = hardware.get_chip("h100")
+    x = explorer.collective_state("h100", "all_gather", 1e7, axes=["X"], mesh={"X": 16, "Y": 16})
+    lat = cost.gpu_ring_latency("all_gather", 16, 1, h100)
+    bw = cost.gpu_allgather_cross_node(1e7, 1, 16, h100.nvlink_bw_per_direction, h100.ib_bw_per_gpu)
+    word = "延迟受限" if lat > bw else "带宽受限"
+    assert x["summary"].startswith(f"AllGather，V = 10 MB：按跨节点模型约 {units.fmt_time(lat + bw)}，{word}")
+    aside = x["summary"].index(units.fmt_time(x["time_s"]))
+    assert aside > x["summary"].index(units.fmt_time(lat + bw)) and "⚠" in x["summary"][:aside]
+    # 两个时间写出来一样（比值约 1）时不报 ⚠，也不说“是它的约 1 倍”
+    a2a = explorer.collective_state("h100", "all_to_all", 1e4, axes=["X"], mesh={"X": 16, "Y": 16})
+    assert units.fmt_time(a2a["time_s"]) == units.fmt_time(a2a["cross_node_time_s"])
+    assert "⚠" not in a2a["summary"] and "约 1 倍" not in a2a["where"] and "偏乐观" not in a2a["summary"]

@@ -183,14 +183,8 @@ def _linear_ticks(hi: float, fmt, max_ticks: int = 4) -> list[list]:
 
 
 def _crossover(coll: str, axes, chip, mesh, slice_shape, place: dict | None = None) -> float | None:
-    """延迟项等于带宽项时的字节数：带宽项与 V 成正比，延迟项是 V = 0 时的时间（与图中的曲线同一个模型）"""
-    if _cross_model(coll, chip, place):
-        latency = _plot_time(coll, 0.0, axes, chip, mesh, slice_shape, place)
-        slope = (_plot_time(coll, 1e9, axes, chip, mesh, slice_shape, place) - latency) / 1e9
-        return latency / slope if slope > 0 else None
-    latency = cost.estimate(coll, 0.0, axes, chip, mesh=mesh, slice_shape=slice_shape).time_s
-    slope = cost.estimate(coll, 1.0, axes, chip, mesh=mesh, slice_shape=slice_shape).bandwidth_term_s
-    return latency / slope if slope > 0 else None
+    """延迟项等于带宽项时的字节数（cost.crossover_bytes）：与图中的曲线、标题里的判断同一个模型"""
+    return cost.crossover_bytes(lambda v: _plot_time(coll, v, axes, chip, mesh, slice_shape, place))
 
 
 def _cross_model(coll: str, chip, place: dict | None) -> bool:
@@ -269,6 +263,11 @@ def cross_node_time(collective: str, nbytes: float, n: int, per_node: int, chip)
     return cost.gpu_ring_latency(coll, n, k, spec) + t_bw
 
 
+def _same_time(a: float, b: float) -> bool:
+    """两个时间之比写出来是 1（fmt_num 四舍五入之后）：这时不说谁偏乐观、谁是谁的几倍"""
+    return b > 0 and fmt_num(a / b) == "1"
+
+
 def _ratio_text(slow: float, fast: float) -> str:
     return f"约 {fmt_num(slow / fast)} 倍" if fast > 0 else ""
 
@@ -307,10 +306,10 @@ def _cross_text(spec: hardware.GpuChip, place: dict, word: str, t_model: float, 
     if t_cross is None:
         return "书中未给出网卡带宽，估不出跨节点的时间。"
     k = place["per_node"]
-    return (
-        f"按跨节点模型（组内设备最少的{word}只有 {k} 个 GPU，各用一块 {fmt_bw(spec.ib_bw_per_gpu)} 的网卡）"
-        f"估算约 {fmt_time(t_cross)}，是 {fmt_time(t_model)} 的{_ratio_text(t_cross, t_model)}。"
-    )
+    model = f"按跨节点模型（组内设备最少的{word}只有 {k} 个 GPU，各用一块 {fmt_bw(spec.ib_bw_per_gpu)} 的网卡）"
+    if _same_time(t_cross, t_model):
+        return f"{model}估算也约 {fmt_time(t_cross)}：这组参数下两者差不多。"
+    return f"{model}估算约 {fmt_time(t_cross)}，是 {fmt_time(t_model)} 的{_ratio_text(t_cross, t_model)}。"
 
 
 def _line_factor(spec: hardware.TpuChip, collective: str, nbytes: float, size: int) -> float | None:
@@ -366,9 +365,12 @@ def _where_text(spec: hardware.Chip, est: cost.Estimate, mesh: Mapping[str, int]
             assumed = place["assumed"]
             where = f"在 {assumed} 个{word}里" if assumed > 1 else f"在同一个{word}里"
             text += f"注意：代价模型（cost.estimate）只看 GPU 总数 {n}，按这些 GPU 连续排{where}计算，" + (
-                f"标题里的 {fmt_time(est.time_s)} 因此偏乐观；图中的曲线、圆点与交点都按下面的跨节点模型画。"
-                if t_cross is not None
-                else "上面的时间与图中的曲线因此偏乐观。"
+                "上面的时间与图中的曲线因此偏乐观。"
+                if t_cross is None
+                else f"得到 {fmt_time(est.time_s)}；标题里的时间与判断、图中的曲线、圆点与交点都按下面的跨节点模型。"
+                if _same_time(t_cross, est.time_s)
+                else f"得到的 {fmt_time(est.time_s)} 偏乐观；标题里的时间与判断、图中的曲线、圆点与交点"
+                "都按下面的跨节点模型。"
             )
             text += _cross_text(spec, place, word, est.time_s, t_cross)
             trailing = list(mesh)[len(mesh) - len(axes) :] == [a for a, _ in axes]
@@ -489,11 +491,26 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
     t_cross = None
     if place is not None and place["optimistic"]:
         t_cross = cross_node_time(est.collective, est.nbytes, place["group_size"], place["per_node"], spec)
-    summary = f"{name}，V = {fmt_bytes(est.nbytes)}：约 {fmt_time(est.time_s)}，{_regime_text(est.regime)}"
-    if place is not None and place["optimistic"]:
-        summary += f"。⚠ 这是按 GPU 连续放置算的，偏乐观：各组实际分在 {place['nodes']} 个{_domain(spec)}里" + (
-            f"，按跨节点模型约 {fmt_time(t_cross)}（见下）" if t_cross is not None else "（见下）"
+    cross_model = _cross_model(est.collective, spec, place)
+    # 标题里的时间与判断：与图中的曲线同一个模型（组跨节点而 cost.estimate 偏乐观时是跨节点模型）
+    head_regime = est.regime
+    if cross_model:
+        head_regime = cost.regime(
+            lambda v: cross_node_time(est.collective, v, place["group_size"], place["per_node"], spec), est.nbytes
         )
+        summary = (
+            f"{name}，V = {fmt_bytes(est.nbytes)}：按跨节点模型约 {fmt_time(t_cross)}，"
+            f"{_regime_text(head_regime)}；各组实际分在 {place['nodes']} 个{_domain(spec)}里"
+        )
+        summary += (
+            f"。按 GPU 连续放置算也约 {fmt_time(est.time_s)}"
+            if _same_time(t_cross, est.time_s)
+            else f"。⚠ 按 GPU 连续放置算约 {fmt_time(est.time_s)}，偏乐观（见下）"
+        )
+    else:
+        summary = f"{name}，V = {fmt_bytes(est.nbytes)}：约 {fmt_time(est.time_s)}，{_regime_text(est.regime)}"
+        if place is not None and place["optimistic"]:
+            summary += f"。⚠ 这是按 GPU 连续放置算的，偏乐观：各组实际分在 {place['nodes']} 个{_domain(spec)}里（见下）"
     if cross is None:
         cross_text = "只有一台设备，不需要通信。"
     else:
@@ -512,12 +529,13 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
         "slice_shape": None if slice_shape is None else list(slice_shape),
         "time_s": est.time_s,
         # 图中圆点的时间：与曲线同一个模型（组跨节点而 cost.estimate 偏乐观时是跨节点模型的 cross_node_time_s）
-        "plot_time_s": t_cross if _cross_model(est.collective, spec, place) else est.time_s,
-        "curve_model": "cross_node" if _cross_model(est.collective, spec, place) else "cost.estimate",
+        "plot_time_s": t_cross if cross_model else est.time_s,
+        "curve_model": "cross_node" if cross_model else "cost.estimate",
         "bandwidth_term_s": est.bandwidth_term_s,
         "hop_latency_s": est.hop_latency_s,
         "regime": est.regime,
         "regime_text": _regime_text(est.regime),
+        "plot_regime": head_regime,  # 标题里的判断：与 plot_time_s 同一个模型
         "wraparound": None if est.wraparound is None else list(est.wraparound),
         "formula": est.formula,
         "formula_text": _alltoall_w_text(
