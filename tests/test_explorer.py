@@ -473,8 +473,16 @@ def test_the_headline_names_the_fastest_plan_once_cross_node_steps_are_costed():
     st = explorer.sharding_state(1024, 8192, 32768, "h100", {"X": 4, "Y": 4})
     opts = st["options"]
     real = min(range(len(opts)), key=lambda i: opts[i]["t_total_cross"])
-    assert real != st["chosen"] and opts[st["chosen"]]["warn_text"]
-    assert st["summary"].startswith(f"按跨节点模型最快：{opts[real]['label']}")
+    assert st["chosen"] == real == 0 and not opts[0]["warn_text"]
+    assert st["summary"].startswith(f"按跨节点模型最快：{opts[real]['label']}，约 {opts[real]['t_total_text']}")
+    # 以前排第一的 221 µs（连续放置）现在按跨节点模型的 448 µs 排名：表、条形图与名次用同一个时间
+    old = min(range(len(opts)), key=lambda i: opts[i]["t_total_contiguous"])
+    assert opts[old]["warn_text"] and opts[old]["t_total"] == opts[old]["t_total_cross"] > 1.9 * opts[0]["t_total"]
+    assert opts[old]["t_total_text"] in opts[old]["warn_text"] and "跨节点模型" in st["rank_note"]
+    totals = [o["t_total"] for o in opts]
+    assert totals == sorted(totals) and all(math.isclose(o["t_math"] + o["t_comms"], o["t_total"]) for o in opts)
+    assert st["chart"]["rows"] == sorted(st["chart"]["rows"])
+    assert all(o["t_total"] == o["t_total_cross"] for o in opts if not math.isnan(o["t_total_cross"]))
     # 没有跨节点的步时，改过的总时间就是表中的总时间，标题照旧
     tpu = explorer.sharding_state(65536, 8192, 32768, "v5p", {"Y": 4})
     assert all(o["t_total_cross"] == o["t_total"] for o in tpu["options"])

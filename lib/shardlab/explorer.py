@@ -748,7 +748,7 @@ def _topology_text(spec: hardware.Chip, mesh: Mapping[str, int], shape) -> tuple
         if warn:
             text += (
                 f"注意：标 ⚠ 的轴上，代价模型（cost.estimate）只看 GPU 个数，按连续放置在尽量少的{word}里计算，"
-                f"经过它的通信在表中偏乐观（标 ⚠，并给出按跨节点模型的估算；名次仍按表中的时间）。"
+                f"经过它的通信偏乐观；表中标 ⚠ 的做法的时间、条形图与名次都改按跨节点模型（书中给出网卡带宽时）。"
             )
         return text, warn
     return "模拟设备：名义值，每条轴都按有回绕的环计算。", False
@@ -799,39 +799,31 @@ def _warn_text(o: planner.MatmulOption, roles: Mapping[str, str], crosses: Seque
             parts.append(f"{where}，表中 {fmt_time(s.time_s)} 偏乐观（书中未给出网卡带宽）")
         else:
             parts.append(
-                f"{where}：跨节点模型约 {fmt_time(t_cross)}，表中 {fmt_time(s.time_s)}（{_ratio_text(t_cross, s.time_s)}）"
+                f"{where}：按跨节点模型约 {fmt_time(t_cross)}，按 GPU 连续放置算约 {fmt_time(s.time_s)}"
+                f"（偏乐观，{_ratio_text(t_cross, s.time_s)}）"
             )
     if not parts:
         return ""
     text = "⚠ " + "；".join(parts)
     total = _total_cross(o, crosses)
     if not math.isnan(total):
-        text += f"；总时间约 {fmt_time(total)}"
+        text += f"；表中的总时间 {fmt_time(total)} 按跨节点模型（按连续放置算约 {fmt_time(o.t_total)}）"
     return text + "。"
 
 
 def _summary(options: list[dict], chosen: int) -> str:
-    """一句话的结论。表按规划器的时间排名；有的做法经过跨节点的轴时，按跨节点模型改过的总时间可能换一个最快的：
-    那时先说改过之后最快的（以前标题写着规划器选的、自己的 ⚠ 行却说它要慢一倍）"""
+    """一句话的结论：最快的一种（表按总时间排名；有跨节点的步时按跨节点模型的总时间，标题也这么说）"""
     best = options[chosen]
+    head = "按跨节点模型最快" if any(o["cross_node"] for o in options) else "最快"
     text = (
-        f"最快：{best['label']}，约 {best['t_total_text']}"
+        f"{head}：{best['label']}，约 {best['t_total_text']}"
         f"（T_math {best['t_math_text']} + T_comms {best['t_comms_text']}），{best['bound_text']}"
     )
-    if not best["warn_text"]:
-        return text
-    real = min(
-        range(len(options)),
-        key=lambda i: options[i]["t_total_cross"] if not math.isnan(options[i]["t_total_cross"]) else math.inf,
-    )
-    t_real = options[real]["t_total_cross"]
-    if real == chosen or math.isnan(t_real):
+    if best["warn_text"] and not best["cross_node"]:
         return text + "。⚠ 它经过跨节点的轴，这个时间偏乐观（见表）"
-    return (
-        f"按跨节点模型最快：{options[real]['label']}，约 {fmt_time(t_real)}。"
-        f"表中按节点内的时间排第一的 {best['label']}（{best['t_total_text']}）经过跨节点的轴，"
-        f"按跨节点模型约 {fmt_time(best['t_total_cross'])}（见表中的 ⚠）"
-    )
+    if any(o["cross_node"] for o in options):
+        text += "。表中标 ⚠ 的做法经过跨节点的轴，它们的时间与名次都按跨节点模型（见表）"
+    return text
 
 
 def _total_cross(o: planner.MatmulOption, crosses: Sequence) -> float:
@@ -852,6 +844,11 @@ def _option(
 ) -> dict:
     label = _label(o, roles)
     crosses = [_step_cross(spec, mesh, s) if spec is not None else (None, None) for s in o.steps]
+    t_cross = _total_cross(o, crosses)
+    # 表、条形图与名次用的时间：有跨节点的步（且算得出跨节点模型）时按跨节点模型，否则就是规划器的时间
+    t_comms = o.t_comms if math.isnan(t_cross) else o.t_comms + (t_cross - o.t_total)
+    t_total = o.t_math + t_comms
+    bound = "compute-bound" if o.t_math > t_comms else "communication-bound"
     return {
         "label": label,
         "planner_label": o.label,
@@ -876,17 +873,22 @@ def _option(
         "flops_per_device": o.flops_per_device,
         "flops_per_device_text": _flops_text(o.flops_per_device, flop),
         "t_math": o.t_math,
-        "t_comms": o.t_comms,
-        "t_total": o.t_total,
+        "t_comms": t_comms,
+        "t_total": t_total,
         "t_math_text": fmt_time(o.t_math),
-        "t_comms_text": fmt_time(o.t_comms),
-        "t_total_text": fmt_time(o.t_total),
-        "bound": o.bound,
-        "bound_text": _bound_text(o.bound),
+        "t_comms_text": fmt_time(t_comms),
+        "t_total_text": fmt_time(t_total),
+        "cross_node": t_total != o.t_total,
+        "t_comms_contiguous": o.t_comms,  # 规划器（cost.estimate，按 GPU 连续放置）的时间
+        "t_total_contiguous": o.t_total,
+        "bound": bound,
+        "bound_text": _bound_text(bound),
         "describe": "\n".join(
             [
-                f"{label}：T_math ≈ {fmt_time(o.t_math)}，T_comms ≈ {fmt_time(o.t_comms)}，"
-                f"总 ≈ {fmt_time(o.t_total)}（T_math + T_comms），每设备 {_flops_text(o.flops_per_device, flop)}",
+                f"{label}：T_math ≈ {fmt_time(o.t_math)}，T_comms ≈ {fmt_time(t_comms)}，"
+                f"总 ≈ {fmt_time(t_total)}（T_math + T_comms"
+                + ("，跨节点的步按跨节点模型" if t_total != o.t_total else "")
+                + f"），每设备 {_flops_text(o.flops_per_device, flop)}",
                 *(f"    {t}" for t in o.trace),
             ]
         ),
@@ -901,9 +903,11 @@ def _explain(plan: planner.MatmulPlan, options: list[dict], out: str | None, cho
         f"{plan.a} ·_{plan.contract} {plan.b} → {out or plan.out}，网格 {mesh}（{total} 台设备），{plan.chip}",
         _case_text(planner._CASE_TEXT[plan.case]),
         *(_case_text(n) for n in plan.notes),
-        "选中的做法（总时间最短，按 T_math + T_comms，通信与计算不重叠）：",
+        "选中的做法（总时间最短，按 T_math + T_comms，通信与计算不重叠"
+        + ("；经过跨节点的轴的步按跨节点模型" if any(o["cross_node"] for o in options) else "")
+        + "）：",
         "  " + options[chosen]["describe"].replace("\n", "\n  "),
-        f"  {_bound_text(plan.bound)}",
+        f"  {options[chosen]['bound_text']}",
     ]
     others = [o for i, o in enumerate(options) if i != chosen]
     if others:
@@ -960,14 +964,18 @@ def sharding_state(
     spec = hardware.get_chip(chip)
     flop = flop_unit(max(o.flops_per_device for o in plan.alternatives))  # 全表一个单位
     options = [_option(o, roles, spec, mesh_d, flop) for o in plan.alternatives]
-    chosen = plan.alternatives.index(plan.chosen)
+    alternatives = list(plan.alternatives)
+    chosen = alternatives.index(plan.chosen)
+    if any(o["cross_node"] for o in options):  # 按跨节点模型改过的总时间重新排名，最快的排第一
+        order = sorted(range(len(options)), key=lambda i: (options[i]["t_total"], i))
+        options, alternatives, chosen = [options[i] for i in order], [alternatives[i] for i in order], 0
     groups: dict[str, list[int]] = {}
     for i, o in enumerate(options):
         groups.setdefault(o["pattern"], []).append(i)
     lines = [
         {"line": name, "index": i}
         for name, label in (sc.lines if not custom else ())
-        for i, o in enumerate(plan.alternatives)
+        for i, o in enumerate(alternatives)
         if o.label == label
     ]
     heads = [members[0] for members in groups.values()][:SHOWN_GROUPS]
@@ -999,8 +1007,9 @@ def sharding_state(
         "topology_text": topology[0],
         "topology_warning": topology[1],
         "rank_note": (
-            f"名次是在全部 {len(options)} 种做法中按总时间的排名；默认每种通信组合只列最快的一种"
-            "（加上图中的线对应的做法），所以名次不一定连续。"
+            f"名次是在全部 {len(options)} 种做法中按总时间的排名"
+            + ("（标 ⚠ 的做法按跨节点模型的总时间）" if any(o["cross_node"] for o in options) else "")
+            + "；默认每种通信组合只列最快的一种（加上图中的线对应的做法），所以名次不一定连续。"
         ),
         "chart": {
             "rows": bars,
