@@ -497,3 +497,61 @@ def test_size_slider_starts_at_the_chapter_example():
     assert re.search(r'data-for="nbytes"[^>]*>([^<]*)</output>', page)[1] == units.fmt_bytes(10**6)
     for name, selected in (("chip", "v5e"), ("collective", "all_gather"), ("mesh", "X=16,Y=16"), ("axes", "X")):
         assert re.search(rf'<select name="{name}"[^>]*>.*?value="{re.escape(selected)}"[^>]*selected', page), name
+
+
+def _theme_colors(mode: str) -> dict[str, str]:
+    """书所用主题（pydata-sphinx-theme）在浅色 / 暗色模式下的背景色与表格行的底色（surface）"""
+    import pydata_sphinx_theme
+
+    css = next(Path(pydata_sphinx_theme.__file__).parent.rglob("pydata-sphinx-theme.css")).read_text(encoding="utf-8")
+    block = re.search(rf"html\[data-theme={mode}\]\{{([^}}]*)\}}", css)[1]
+    found = {
+        k: re.search(rf"--pst-color-{k}:#([0-9a-fA-F]{{6}}|[0-9a-fA-F]{{3}})\b", block)[1]
+        for k in ("background", "surface")
+    }
+    return {k: "#" + (v if len(v) == 6 else "".join(c * 2 for c in v)) for k, v in found.items()}
+
+
+def _contrast(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    def lum(rgb):
+        c = [x / 255 for x in rgb[:3]]
+        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@slow
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_warning_text_is_readable_in_both_modes(explorer_site, chromium, mode):
+    """第 6 章表中 ⚠ 的说明：以前用主题的 warning-text（#14181e，写在警告底色上的字），暗色页面上看不见；
+    现在在浅色与暗色的背景、以及表格行的底色上，对比度都至少 4.5"""
+    from playwright.sync_api import sync_playwright
+
+    colors = _theme_colors(mode)
+    with site_check.SiteServer(explorer_site) as server, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=site_check.CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(server.base + "index.html", wait_until="load")
+            # 主题的暗色模式：html 上的 data-theme 与主题的变量（这一页没有主题的样式表）
+            page.evaluate(
+                """([mode, bg]) => {
+                  document.documentElement.dataset.theme = mode;
+                  document.documentElement.style.setProperty('--pst-color-warning-text', '#14181e');
+                  document.body.style.background = bg;
+                  const root = document.querySelector('.shardlab-explorer[data-kind=sharding]');
+                  root.insertAdjacentHTML('beforeend', '<table class="shardlab-explorer-table"><tr><td>'
+                    + '<span class="warn" id="probe">⚠ 说明</span></td></tr></table>');
+                }""",
+                [mode, colors["background"]],
+            )
+            rgb = page.evaluate("getComputedStyle(document.getElementById('probe')).color")
+        finally:
+            browser.close()
+    fg = tuple(float(x) for x in re.findall(r"[\d.]+", rgb)[:3])
+    assert fg[0] > fg[2] + 60, rgb  # 警告的颜色（琥珀 / 棕），不是正文的近黑或近白
+    for name, bg in colors.items():
+        bg_rgb = tuple(int(bg[i : i + 2], 16) for i in (1, 3, 5))
+        assert _contrast(fg, bg_rgb) >= 4.5, (mode, rgb, name, bg)
