@@ -650,3 +650,12 @@ def test_headline_leads_with_the_cross_node_time_and_its_regime():
     a2a = explorer.collective_state("h100", "all_to_all", 1e4, axes=["X"], mesh={"X": 16, "Y": 16})
     assert units.fmt_time(a2a["time_s"]) == units.fmt_time(a2a["cross_node_time_s"])
     assert "⚠" not in a2a["summary"] and "约 1 倍" not in a2a["where"] and "偏乐观" not in a2a["summary"]
+
+
+@pytest.mark.parametrize("axis", ["X", "Y"])
+def test_gb200_text_spaces_latin_words_like_the_book(axis):
+    """以前 GB200 的说明写“一个NVLink 域里”“跨NVLink 域慢约”：中文与英文单词之间要留空格，与全书一致"""
+    state = explorer.collective_state("gb200", "all_gather", 1e7, axes=[axis], mesh={"X": 16, "Y": 16})
+    text = " ".join(state[k] for k in ("summary", "where", "crossover_text", "formula_text"))
+    assert "跨 NVLink 域" in text and "一个 NVLink 域里" in text
+    assert not re.findall(r"[\u4e00-\u9fff][A-Za-z]|[A-Za-z][\u4e00-\u9fff]", text)

@@ -395,13 +395,13 @@ def _one_domain_time(spec: hardware.GpuChip, collective: str, nbytes: float, n: 
 def _versus_one_domain(spec: hardware.GpuChip, est: cost.Estimate, n: int, t_here: float, word: str) -> str:
     """与同样 n 个 GPU 假想都在一个 NVLink 域里相比：只在算出来更慢时说慢，并写出慢几倍（按算出的数说话）"""
     t_one = _one_domain_time(spec, est.collective, est.nbytes, n)
-    one = f"同样 {n} 个 GPU 假想都在一个{word.strip()}里（只走 NVLink）约 {fmt_time(t_one)}，这里约 {fmt_time(t_here)}"
+    one = f"同样 {n} 个 GPU 假想都在一个{word}里（只走 NVLink）约 {fmt_time(t_one)}，这里约 {fmt_time(t_here)}"
     ratio = t_here / t_one if t_one > 0 else 1.0
     if fmt_num(ratio) == "1":
         return f"{one}：这组参数下差不多一样快。"
     if ratio > 1:
-        return f"{one}：跨{word.strip()}慢{_ratio_text(t_here, t_one)}。"
-    return f"{one}：这组参数下跨{word.strip()}不慢，反而快{_ratio_text(t_one, t_here)}。"
+        return f"{one}：跨{word}慢{_ratio_text(t_here, t_one)}。"
+    return f"{one}：这组参数下跨{word}不慢，反而快{_ratio_text(t_one, t_here)}。"
 
 
 def _gpu_formula_notes(text: str, est: cost.Estimate, spec: hardware.Chip) -> str:
