@@ -659,3 +659,15 @@ def test_gb200_text_spaces_latin_words_like_the_book(axis):
     text = " ".join(state[k] for k in ("summary", "where", "crossover_text", "formula_text"))
     assert "跨 NVLink 域" in text and "一个 NVLink 域里" in text
     assert not re.findall(r"[\u4e00-\u9fff][A-Za-z]|[A-Za-z][\u4e00-\u9fff]", text)
+
+
+def test_crossover_text_says_where_the_curve_starts_to_bend():
+    """v5p 4×4×4 沿 X、Y、Z：曲线在第三阶段的块变成带宽受限时（2·16·V/(64·3·W_单向) = 2·t_hop，即 V = 12·W_单向·t_hop
+    = 1.08 MB）就开始弯，在 V* = 2.16 MB 之前；说明里写出这个点。单轴时两者重合，不写"""
+    v5p = hardware.get_chip("v5p")
+    mesh = {"X": 4, "Y": 4, "Z": 4}
+    state = explorer.collective_state("v5p", "all_gather", 1e6, axes=list(mesh), mesh=mesh)
+    bend = 12 * v5p.ici_oneway_bw * v5p.hop_latency
+    assert f"曲线在约 {units.fmt_bytes(bend)} 就开始弯" in state["crossover_text"]
+    one = explorer.collective_state("v5p", "all_gather", 1e6, axes=["X"], mesh=mesh)
+    assert "开始弯" not in one["crossover_text"]

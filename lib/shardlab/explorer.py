@@ -187,6 +187,19 @@ def _crossover(coll: str, axes, chip, mesh, slice_shape, place: dict | None = No
     return cost.crossover_bytes(lambda v: _plot_time(coll, v, axes, chip, mesh, slice_shape, place))
 
 
+def _first_bend(time_at, cross: float | None) -> float | None:
+    """曲线开始离开延迟项的平台（第一步变成带宽受限）的 V；与 V* 差不多（多于 5%）时返回 None"""
+    if not cross:
+        return None
+    lo, hi = cross * 1e-3, cross
+    if cost.regime_terms(time_at, lo)[1] > 0 or cost.regime_terms(time_at, hi * 0.95)[1] == 0:
+        return None
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if cost.regime_terms(time_at, mid)[1] == 0 else (lo, mid)
+    return hi if hi < 0.95 * cross else None
+
+
 def _cross_model(coll: str, chip, place: dict | None) -> bool:
     """这次通信的组跨节点、而 cost.estimate 按连续放置算（偏乐观），且书中有网卡带宽：标题与图都用跨节点模型"""
     return (
@@ -514,10 +527,21 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
     if cross is None:
         cross_text = "只有一台设备，不需要通信。"
     else:
-        cross_text = (
-            f"虚线是交点（crossover）V* ≈ {fmt_bytes(cross)}：{name} 的延迟项（每一步固定的开销，与 V 无关）"
-            f"在这里等于带宽项（搬运字节的时间，与 V 成正比）。V 比它小是延迟受限，比它大是带宽受限。"
+        terms = (
+            "延迟项（每一步固定的开销，与 V 无关）在这里等于带宽项（搬运字节的时间，与 V 成正比）"
+            if gpu
+            else "延迟项（受延迟限制的那些步的固定开销，与 V 无关）在这里等于带宽项（其余各步搬运字节的时间，"
+            "与 V 成正比）"
         )
+        cross_text = (
+            f"虚线是交点（crossover）V* ≈ {fmt_bytes(cross)}：{name} 的{terms}。V 比它小是延迟受限，比它大是带宽受限。"
+        )
+        bend = _first_bend(lambda v: _plot_time(est.collective, v, axes_l, spec, mesh_d, slice_shape, place), cross)
+        if bend is not None:
+            cross_text += (
+                f"曲线在约 {fmt_bytes(bend)} 就开始弯：各阶段搬的块大小不同，最大的块先变成带宽受限，"
+                "到 V* 时受带宽限制的那些步的时间才赶上其余各步的固定开销。"
+            )
     return {
         "args": args,
         "chip": est.chip,
