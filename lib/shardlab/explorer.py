@@ -30,6 +30,7 @@ __all__ = [
     "axis_placement",
     "collective_state",
     "control_choices",
+    "control_reasons",
     "scenario_axes",
     "curve_sizes",
     "range_labels",
@@ -372,7 +373,7 @@ def _where_text(spec: hardware.Chip, est: cost.Estimate, mesh: Mapping[str, int]
         text = (
             f"经过的轴 {names_}每组 {n} 个 GPU：{order}{spread} {place['nodes']} 个{word}里"
             f"（{_per_node_text(place, word)}；{domain}）。"
-            f"跨{word}的部分走出口的网络（InfiniBand，{bw}）。{_versus_one_domain(spec, est, n, t_here, word)}"
+            f"跨{word}的部分走出口的网络（InfiniBand，{bw}）。{_versus_one_domain(spec, est, n, t_here, word, place['per_node'])}"
         )
         if place["optimistic"]:
             assumed = place["assumed"]
@@ -405,7 +406,9 @@ def _one_domain_time(spec: hardware.GpuChip, collective: str, nbytes: float, n: 
     return cost.gpu_ring_latency(collective, n, n, spec) + fn(nbytes, n, spec.nvlink_bw_per_direction)
 
 
-def _versus_one_domain(spec: hardware.GpuChip, est: cost.Estimate, n: int, t_here: float, word: str) -> str:
+def _versus_one_domain(
+    spec: hardware.GpuChip, est: cost.Estimate, n: int, t_here: float, word: str, k: int | None = None
+) -> str:
     """与同样 n 个 GPU 假想都在一个 NVLink 域里相比：只在算出来更慢时说慢，并写出慢几倍（按算出的数说话）"""
     t_one = _one_domain_time(spec, est.collective, est.nbytes, n)
     one = f"同样 {n} 个 GPU 假想都在一个{word}里（只走 NVLink）约 {fmt_time(t_one)}，这里约 {fmt_time(t_here)}"
@@ -414,7 +417,16 @@ def _versus_one_domain(spec: hardware.GpuChip, est: cost.Estimate, n: int, t_her
         return f"{one}：这组参数下差不多一样快。"
     if ratio > 1:
         return f"{one}：跨{word}慢{_ratio_text(t_here, t_one)}。"
-    return f"{one}：这组参数下跨{word}不慢，反而快{_ratio_text(t_one, t_here)}。"
+    text = f"{one}：这组参数下跨{word}不慢，反而快{_ratio_text(t_one, t_here)}"
+    if est.collective == "all_to_all" or k is None:
+        return text + "。"
+    # 不是两种放置谁更好：两个时间的系数不同。跨节点模型里各层同时进行，每个 GPU 经 NVLink 只收 (k-1)/k，
+    # 其余经网卡同时到达；都在一个域里时全部 (n-1)/n 都经 NVLink 收
+    return (
+        f"{text}。这是两个模型的系数不同：跨{word}模型里各层同时进行，每个 GPU 经 NVLink 只收 {k - 1}/{k} 的数据，"
+        f"其余经网卡同时到达；都在一个{word}里时 {n - 1}/{n} 全部经 NVLink 收。"
+        f"按大 N 的极限（两者都是 V/W_NVLink）比，跨{word}不会更快。"
+    )
 
 
 def _gpu_formula_notes(text: str, est: cost.Estimate, spec: hardware.Chip) -> str:
@@ -580,6 +592,29 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
         "x_ticks": _log_ticks(sizes[0], sizes[-1], fmt_bytes),
         "y_ticks": _log_ticks(min(positive), max(positive), fmt_time) if positive else [],
     }
+
+
+def control_reasons(chips: Sequence[str], meshes: Sequence[str]) -> dict[str, dict[str, dict[str, str]]]:
+    """control_choices 里算不了的组合为什么算不了：{网格: {芯片: {“经过的轴”: 中文说明}}}（只列算不了的）
+
+    探索器把说明写在灰掉的选项上（title），并在控件下面列出，读者不用猜。
+    """
+    table: dict[str, dict[str, dict[str, str]]] = {}
+    for mesh in meshes:
+        mesh_d = _mesh_dict(mesh)
+        options = [[a] for a in mesh_d] + ([list(mesh_d)] if len(mesh_d) > 1 else [])
+        table[mesh] = {}
+        for chip in chips:
+            why = {}
+            for axes in options:
+                try:
+                    spec = hardware.get_chip(chip)
+                    shape = default_slice_shape(spec, mesh_d)
+                    cost.estimate("all_gather", 1.0, axes, spec, mesh=mesh_d, slice_shape=shape)
+                except (ValueError, KeyError) as err:
+                    why[",".join(axes)] = _error_text(err)
+            table[mesh][chip] = why
+    return table
 
 
 def control_choices(chips: Sequence[str], meshes: Sequence[str]) -> dict[str, dict[str, list[str]]]:
