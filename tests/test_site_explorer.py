@@ -161,6 +161,12 @@ STEPS = [
     ("sharding", "scenario", "fsdp_tp"),  # 要 X、Y 两条轴：只有 Y 的网格不可选，换成第一个含 X、Y 的网格
     ("sharding", "D", "11"),
     ("sharding", "scenario", "tp_row"),
+    # GB200、Y=8、B 最小、D 与 F 最大：线性刻度上最快的几种做法不到 1 px，条至少 MIN_BAR 宽
+    ("sharding", "chip", "gb200"),
+    ("sharding", "mesh", "Y=8"),
+    ("sharding", "B", "4"),
+    ("sharding", "D", "15"),
+    ("sharding", "F", "17"),
 ]
 
 # 画面上的检查：图里的文字互不重叠；表格里的时间不折行；比框宽的表格上面有“左右滑动”的提示
@@ -273,6 +279,8 @@ def _exercise(site: Path, page_path: str, chromium: str, width: str) -> None:
                     timeout=180_000,
                 )
                 assert "is-ready" in root.get_attribute("class"), root.locator(".shardlab-explorer-status").inner_text()
+                # 启动以后不留一个灰掉的“启动”按钮
+                assert not root.locator(".shardlab-explorer-button").is_visible()
                 gap = page.evaluate("() => { clearInterval(window._tick); return window._gap; }")
                 assert gap < 2000, f"启动时主线程卡住了 {gap:.0f} ms"
                 steps = [("", "", "")] + [s for s in STEPS if s[0] == kind]
@@ -287,14 +295,28 @@ def _exercise(site: Path, page_path: str, chromium: str, width: str) -> None:
                     problems += [f"{kind} {name}={value} {m}" for m in _close(state, _native(state))]
                     states += 1
                     assert "error" not in state, f"{kind} {name}={value}：{state.get('error')}"
+                    why = root.evaluate("e => (e.querySelector('.shardlab-explorer-why') || {}).textContent || ''")
                     if name == "chip" and value == "v5e" and kind == "collectives":
                         assert state["mesh"] == {"X": 16, "Y": 16}
                         assert root.evaluate(
                             "e => e.querySelector('select[name=mesh] option[value=\"X=4,Y=4,Z=4\"]').disabled"
                         )
+                        # 灰掉的选项写明原因：选项的 title 与控件下面看得见的一行
+                        title = root.evaluate(
+                            "e => e.querySelector('select[name=mesh] option[value=\"X=4,Y=4,Z=4\"]').title"
+                        )
+                        assert "二维环面" in title and f"网格 X=4，Y=4，Z=4：{title}" in why, (title, why)
                     if name == "scenario" and value == "fsdp_tp":
                         assert state["mesh"] == {"X": 2, "Y": 4}
                         assert root.evaluate("e => e.querySelector('select[name=mesh] option[value=\"Y=8\"]').disabled")
+                        title = root.evaluate("e => e.querySelector('select[name=mesh] option[value=\"Y=8\"]').title")
+                        assert "没有 X" in title and title in why, (title, why)
+                    if kind == "sharding":
+                        thin = root.evaluate(
+                            "e => [...e.querySelectorAll('.shardlab-explorer-bars rect')].map(r => +r.getAttribute('width'))"
+                            ".filter(w => w > 0 && w < 4)"
+                        )
+                        assert not thin, f"{name}={value}：条形图里有看不见的细条 {thin}"
                     layout = root.evaluate(_LAYOUT_JS)
                     assert not layout, f"{width} {kind} {name}={value}：{layout}"
                     if width == "phone":
@@ -471,12 +493,13 @@ def test_after_the_download_it_says_compiling_not_a_server_problem(explorer_site
             before = page.locator(sel).locator(".shardlab-explorer-status").inner_text()
             statuses = _start_and_record(page, sel)
             texts = [t for t, _ in statuses]
-            compiling = [i for i, t in enumerate(texts) if "正在编译（运行时已下载完）" in t]
+            compiling = [i for i, t in enumerate(texts) if "正在编译（运行时已下载完" in t]
             stated = units.fmt_bytes(sum(site_explorer.shipped_sizes(explorer_site / "_static" / "pyodide").values()))
             assert f"约 {stated}" in before, before
             progress = [t for t in texts if "已下载" in t]
             assert progress and all(f" / {stated}（" in t for t in progress), progress
-            assert compiling and "99%" in texts[compiling[0]], texts  # 只差 shardlab-core.zip
+            # 以前停在“已下载 13.5 MB / 13.6 MB（99%）”十几秒（只差下一步才取的 shardlab-core.zip），像是卡住了
+            assert compiling and not any("%" in texts[i] for i in compiling), texts
             assert any("第 2 步" in t and "（100%）" in t for t in texts), texts
             step2 = next(i for i, t in enumerate(texts) if "第 2 步" in t)
             between = statuses[compiling[0] : step2]
