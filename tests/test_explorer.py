@@ -473,8 +473,16 @@ def test_the_headline_names_the_fastest_plan_once_cross_node_steps_are_costed():
     st = explorer.sharding_state(1024, 8192, 32768, "h100", {"X": 4, "Y": 4})
     opts = st["options"]
     real = min(range(len(opts)), key=lambda i: opts[i]["t_total_cross"])
-    assert real != st["chosen"] and opts[st["chosen"]]["warn_text"]
-    assert st["summary"].startswith(f"按跨节点模型最快：{opts[real]['label']}")
+    assert st["chosen"] == real == 0 and not opts[0]["warn_text"]
+    assert st["summary"].startswith(f"按跨节点模型最快：{opts[real]['label']}，约 {opts[real]['t_total_text']}")
+    # 以前排第一的 221 µs（连续放置）现在按跨节点模型的 448 µs 排名：表、条形图与名次用同一个时间
+    old = min(range(len(opts)), key=lambda i: opts[i]["t_total_contiguous"])
+    assert opts[old]["warn_text"] and opts[old]["t_total"] == opts[old]["t_total_cross"] > 1.9 * opts[0]["t_total"]
+    assert opts[old]["t_total_text"] in opts[old]["warn_text"] and "跨节点模型" in st["rank_note"]
+    totals = [o["t_total"] for o in opts]
+    assert totals == sorted(totals) and all(math.isclose(o["t_math"] + o["t_comms"], o["t_total"]) for o in opts)
+    assert st["chart"]["rows"] == sorted(st["chart"]["rows"])
+    assert all(o["t_total"] == o["t_total_cross"] for o in opts if not math.isnan(o["t_total_cross"]))
     # 没有跨节点的步时，改过的总时间就是表中的总时间，标题照旧
     tpu = explorer.sharding_state(65536, 8192, 32768, "v5p", {"Y": 4})
     assert all(o["t_total_cross"] == o["t_total"] for o in tpu["options"])
@@ -548,3 +556,136 @@ def test_flops_use_one_unit_per_table():
         for o in state["options"]:
             assert o["flops_per_device_text"] == units.fmt_flops(o["flops_per_device"], unit)
             assert o["flops_per_device_text"] in o["describe"]
+
+
+def _split_by_hand(v: float, sizes: list[int], chip: hardware.TpuChip) -> tuple[float, float]:
+    """多轴 AllGather（各轴有回绕、偶数长）的延迟项与带宽项，在这里逐阶段、逐片重新数一遍：
+
+    第 j 阶段第 p 片沿轴 (p+j) mod k 走 L/2 步，每步的块是 V/(N·k) 乘上已经收齐的轴长之积；
+    阶段的时间取最慢的一片。受延迟限制的步（块/W_单向 < t_hop）记进延迟项，其余记进带宽项。"""
+    k, n, w, lat = len(sizes), math.prod(sizes), chip.ici_oneway_bw, chip.hop_latency
+    latency = bandwidth = 0.0
+    for j in range(k):
+        pieces = []
+        for p in range(k):
+            done = math.prod(sizes[(p + i) % k] for i in range(j))
+            hops, hop = sizes[(p + j) % k] // 2, v / (n * k) * done / w
+            pieces.append((hops * max(lat, hop), hops, hop))
+        _, hops, hop = max(pieces)
+        if hop < lat:
+            latency += hops * lat
+        else:
+            bandwidth += hops * hop
+    return latency, bandwidth
+
+
+@pytest.mark.parametrize(
+    ("chip", "mesh"),
+    [
+        ("v5e", {"X": 16, "Y": 16}),
+        ("v5p", {"X": 4, "Y": 4, "Z": 4}),
+        ("v5p", {"X": 16, "Y": 16}),
+        ("v6e", {"X": 16, "Y": 16}),
+    ],
+)
+def test_regime_on_several_axes_means_the_latency_term_dominates(chip, mesh):
+    """以前：v5e 16×16 沿 X、Y，V = 10 MB 时标题写“约 63.6 µs，延迟受限”（只要有一步受延迟限制就算），
+    而图中的交点 V* 在约 2.7 MB，延迟项 16 µs 远小于带宽项。现在判断、交点与这里重新数的两项一致"""
+    spec = hardware.get_chip(chip)
+    axes = list(mesh)
+    for v in explorer.curve_sizes()[::4]:
+        state = explorer.collective_state(chip, "all_gather", v, axes=axes, mesh=mesh)
+        lat, bw = _split_by_hand(v, list(mesh.values()), spec)
+        assert math.isclose(lat + bw, state["time_s"], rel_tol=1e-9)
+        assert state["regime"] == ("latency-bound" if lat > bw else "bandwidth-bound"), (v, lat, bw)
+        cross = state["crossover_bytes"]["all_gather"]
+        if abs(math.log(v / cross)) > 1e-6:
+            assert (state["regime"] == "latency-bound") == (v < cross), (v, cross)
+            assert (state["regime"] == "latency-bound") == ("延迟受限" in state["summary"])
+
+
+def test_crossover_on_several_axes_is_where_the_plotted_terms_meet():
+    """v5p 4×4×4 沿 X、Y、Z：三个阶段的块之比 1 : 4 : 16，每阶段 2 步。交点是前两个阶段（延迟受限）的 4·t_hop
+    等于第三个阶段（带宽受限）的 2·16·V/(64·3·W_单向)：V* = 24·W_单向·t_hop = 2.16 MB（以前按渐近线取 2.47 MB）"""
+    v5p = hardware.get_chip("v5p")
+    mesh = {"X": 4, "Y": 4, "Z": 4}
+    state = explorer.collective_state("v5p", "all_gather", 1e6, axes=list(mesh), mesh=mesh)
+    expected = 24 * v5p.ici_oneway_bw * v5p.hop_latency
+    assert math.isclose(expected, 2.16e6) and math.isclose(
+        state["crossover_bytes"]["all_gather"], expected, rel_tol=1e-6
+    )
+    lat, bw = _split_by_hand(expected, [4, 4, 4], v5p)
+    assert math.isclose(lat, bw)
+
+
+def test_cost_regime_matches_a_brute_force_split_for_every_tpu_model():
+    """cost.estimate 的 regime：对单轴、线形与 AllToAll，在这里用“全部跳数 × t_hop”与“t_hop = 0 时的时间”重算；
+    这些模型每一跳一样大，两者的比较就是延迟项与带宽项的比较"""
+    for chip, mesh, axes in [
+        ("v5e", {"X": 16, "Y": 16}, ["X"]),
+        ("v5e", {"X": 4, "Y": 4}, ["X"]),
+        ("v4p", {"X": 4, "Y": 4, "Z": 4}, ["Y"]),
+    ]:
+        for coll in ("all_gather", "all_reduce", "all_to_all"):
+            for v in explorer.curve_sizes()[::6]:
+                est = cost.estimate(coll, v, axes, chip, mesh=mesh)
+                floor = cost.estimate(coll, 0.0, axes, chip, mesh=mesh).time_s
+                kind = "latency-bound" if floor > est.bandwidth_term_s else "bandwidth-bound"
+                if not math.isclose(floor, est.bandwidth_term_s, rel_tol=1e-6):
+                    assert est.regime == kind, (chip, coll, v)
+
+
+def test_headline_leads_with_the_cross_node_time_and_its_regime():
+    """H100 16×16 轴 X（每组跨 16 个节点），V = 10 MB：以前标题先说连续放置的 42.7 µs、延迟受限，再说“⚠ 约 235 µs”。
+    现在先说跨节点模型的时间与它自己的判断（这里延迟项与带宽项在这里重算），连续放置的时间是旁注"""
+    h100 = hardware.get_chip("h100")
+    x = explorer.collective_state("h100", "all_gather", 1e7, axes=["X"], mesh={"X": 16, "Y": 16})
+    lat = cost.gpu_ring_latency("all_gather", 16, 1, h100)
+    bw = cost.gpu_allgather_cross_node(1e7, 1, 16, h100.nvlink_bw_per_direction, h100.ib_bw_per_gpu)
+    word = "延迟受限" if lat > bw else "带宽受限"
+    assert x["summary"].startswith(f"AllGather，V = 10 MB：按跨节点模型约 {units.fmt_time(lat + bw)}，{word}")
+    aside = x["summary"].index(units.fmt_time(x["time_s"]))
+    assert aside > x["summary"].index(units.fmt_time(lat + bw)) and "⚠" in x["summary"][:aside]
+    # 两个时间写出来一样（比值约 1）时不报 ⚠，也不说“是它的约 1 倍”
+    a2a = explorer.collective_state("h100", "all_to_all", 1e4, axes=["X"], mesh={"X": 16, "Y": 16})
+    assert units.fmt_time(a2a["time_s"]) == units.fmt_time(a2a["cross_node_time_s"])
+    assert "⚠" not in a2a["summary"] and "约 1 倍" not in a2a["where"] and "偏乐观" not in a2a["summary"]
+
+
+@pytest.mark.parametrize("axis", ["X", "Y"])
+def test_gb200_text_spaces_latin_words_like_the_book(axis):
+    """以前 GB200 的说明写“一个NVLink 域里”“跨NVLink 域慢约”：中文与英文单词之间要留空格，与全书一致"""
+    state = explorer.collective_state("gb200", "all_gather", 1e7, axes=[axis], mesh={"X": 16, "Y": 16})
+    text = " ".join(state[k] for k in ("summary", "where", "crossover_text", "formula_text"))
+    assert "跨 NVLink 域" in text and "一个 NVLink 域里" in text
+    assert not re.findall(r"[\u4e00-\u9fff][A-Za-z]|[A-Za-z][\u4e00-\u9fff]", text)
+
+
+def test_crossover_text_says_where_the_curve_starts_to_bend():
+    """v5p 4×4×4 沿 X、Y、Z：曲线在第三阶段的块变成带宽受限时（2·16·V/(64·3·W_单向) = 2·t_hop，即 V = 12·W_单向·t_hop
+    = 1.08 MB）就开始弯，在 V* = 2.16 MB 之前；说明里写出这个点。单轴时两者重合，不写"""
+    v5p = hardware.get_chip("v5p")
+    mesh = {"X": 4, "Y": 4, "Z": 4}
+    state = explorer.collective_state("v5p", "all_gather", 1e6, axes=list(mesh), mesh=mesh)
+    bend = 12 * v5p.ici_oneway_bw * v5p.hop_latency
+    assert f"曲线在约 {units.fmt_bytes(bend)} 就开始弯" in state["crossover_text"]
+    one = explorer.collective_state("v5p", "all_gather", 1e6, axes=["X"], mesh=mesh)
+    assert "开始弯" not in one["crossover_text"]
+
+
+def test_two_nodes_faster_than_one_says_why():
+    """H100 16×16 轴 Y，V = 100 MB：两个节点（每个 8 个）约 218 µs，假想都在一个节点里约 224 µs。
+    以前只说“跨节点反而快”；两个时间的系数不同（每个 GPU 经 NVLink 收 7/8 与 15/16），要说清楚"""
+    y = explorer.collective_state("h100", "all_gather", 1e8, axes=["Y"], mesh={"X": 16, "Y": 16})
+    assert "反而快" in y["where"] and "7/8" in y["where"] and "15/16" in y["where"]
+    assert "跨节点不会更快" in y["where"]
+
+
+def test_control_reasons_say_why_an_option_is_greyed_out():
+    why = explorer.control_reasons(["v5e", "gb200"], ["X=16,Y=16", "X=4,Y=4,Z=4", "X=64"])
+    choices = explorer.control_choices(["v5e", "gb200"], ["X=16,Y=16", "X=4,Y=4,Z=4", "X=64"])
+    for mesh, chips in choices.items():
+        for chip, ok in chips.items():
+            assert not set(ok) & set(why[mesh][chip])  # 算得了的没有原因，算不了的都有
+    assert "二维环面" in why["X=4,Y=4,Z=4"]["v5e"]["X"]
+    assert "72" in why["X=16,Y=16"]["gb200"]["X,Y"] and "pod" in why["X=64"]["v5e"]["X"]

@@ -219,7 +219,14 @@ def widget_html(kind: str) -> str:
     if kind == "collectives":
         title = "集合通信的代价：改芯片、网格与大小，看时间和延迟 / 带宽的分界"
         choices = explorer.control_choices([c for c, _ in CHIPS], COLLECTIVE_MESHES)
-        ok = {m: {"ok": json.dumps(c, separators=(",", ":"))} for m, c in choices.items()}
+        why = explorer.control_reasons([c for c, _ in CHIPS], COLLECTIVE_MESHES)
+        ok = {
+            m: {
+                "ok": json.dumps(c, separators=(",", ":")),
+                "why": json.dumps(why[m], ensure_ascii=False, separators=(",", ":")),
+            }
+            for m, c in choices.items()
+        }
         controls = [
             _select("chip", "芯片", CHIPS, "v5e"),
             _select("collective", "集合通信", COLLECTIVES, "all_gather"),

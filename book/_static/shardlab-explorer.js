@@ -162,6 +162,14 @@ self.onmessage = async (event) => {
     return `已下载 ${mb(loaded)} MB / ${mb(total)} MB（${Math.floor((100 * loaded) / total)}%）`;
   }
 
+  // 已经下载完的字节数（只数这一步的文件）
+  function downloadedText(files, download) {
+    const sizes = (download && download.files) || {};
+    let loaded = 0;
+    for (const [name, f] of files) loaded += f.done && sizes[name] ? sizes[name] : f.loaded;
+    return `${(loaded / 1e6).toFixed(1)} MB`;
+  }
+
   // 启动 Worker；返回 Promise<(name, args) => Promise<state>>。onProgress 接收进度文字，onProblem 接收问题说明
   function boot(onProgress, onProblem, download) {
     const files = new Map(); // 各文件的进度，各步累计（总数是全部要下载的文件）
@@ -190,7 +198,8 @@ self.onmessage = async (event) => {
             stepText.startsWith("第 1 步") &&
             COMPILED_AFTER.every((name) => files.has(name) && files.get(name).done) &&
             [...files.values()].every((f) => f.done);
-          onProgress(downloaded ? `${text}。正在编译（运行时已下载完）……` : text);
+          // 字节都到了：不再显示停在 99% 的进度（课程的库下一步才取），只说下载完、正在编译
+          onProgress(downloaded ? `${stepText.split("：")[0]}：正在编译（运行时已下载完，${downloadedText(files, download)}）……` : text);
         }
         if (msg.type === "problem") onProblem(msg.text);
         else if (msg.type === "failed") reject(new ExplorerError(msg.text));
@@ -232,26 +241,53 @@ self.onmessage = async (event) => {
     }
   }
 
+  // 灰掉的选项写明为什么（title），并在控件下面列出（触屏上看不到 title）
+  function explainDisabled(form, reasons) {
+    let note = form.parentNode.querySelector(".shardlab-explorer-why");
+    if (!note) {
+      note = el("p", { class: "shardlab-explorer-why shardlab-explorer-note" });
+      form.after(note);
+    }
+    note.textContent = reasons.length ? `灰色（不可选）的选项：${reasons.join("；")}。` : "";
+    note.hidden = !reasons.length;
+  }
+
   function syncChoices(form, kind) {
+    const reasons = [];
     if (kind === "collectives") {
-      for (const o of form.mesh.options) o.disabled = !(JSON.parse(o.dataset.ok || "{}")[form.chip.value] || []).length;
+      const why = (o) => JSON.parse(o.dataset.why || "{}")[form.chip.value] || {};
+      for (const o of form.mesh.options) {
+        o.disabled = !(JSON.parse(o.dataset.ok || "{}")[form.chip.value] || []).length;
+        o.title = o.disabled ? Object.values(why(o))[0] || "" : "";
+        if (o.disabled) reasons.push(`网格 ${o.textContent}：${o.title}`);
+      }
       pick(form.mesh);
-      const ok = JSON.parse(form.mesh.options[form.mesh.selectedIndex].dataset.ok || "{}")[form.chip.value] || [];
+      const meshOption = form.mesh.options[form.mesh.selectedIndex];
+      const ok = JSON.parse(meshOption.dataset.ok || "{}")[form.chip.value] || [];
       const names = Object.keys(parseMesh(form.mesh.value));
       const wanted = names.map((n) => [n, n]);
       if (names.length > 1) wanted.push([names.join(","), names.join(" 和 ")]);
       const old = form.axes.value;
-      form.axes.replaceChildren(...wanted.map(([v, t]) => el("option", ok.includes(v) ? { value: v } : { value: v, disabled: "" }, t)));
+      form.axes.replaceChildren(
+        ...wanted.map(([v, t]) =>
+          el("option", ok.includes(v) ? { value: v } : { value: v, disabled: "", title: why(meshOption)[v] || "" }, t),
+        ),
+      );
+      for (const [v, t] of wanted) if (!ok.includes(v)) reasons.push(`经过的轴 ${t}：${why(meshOption)[v] || ""}`);
       form.axes.value = wanted.some(([v]) => v === old) ? old : names[0];
       pick(form.axes);
     } else {
       const needs = (form.scenario.options[form.scenario.selectedIndex].dataset.needs || "").split(",").filter(Boolean);
       for (const o of form.mesh.options) {
         const axes = Object.keys(parseMesh(o.value));
-        o.disabled = !needs.every((a) => axes.includes(a));
+        const missing = needs.filter((a) => !axes.includes(a));
+        o.disabled = missing.length > 0;
+        o.title = o.disabled ? `这个场景用到网格轴 ${needs.join("、")}，这个网格没有 ${missing.join("、")}` : "";
+        if (o.disabled) reasons.push(`网格 ${o.textContent}：${o.title}`);
       }
       pick(form.mesh);
     }
+    explainDisabled(form, reasons);
   }
 
   function argsOf(root) {
@@ -355,6 +391,8 @@ self.onmessage = async (event) => {
     out.append(details);
   }
 
+  const MIN_BAR = 4; // 条形图里一段的最小宽度（viewBox 单位；手机上约 3 px）
+
   function barChart(state) {
     const rows = state.chart.rows;
     const ticks = state.chart.ticks;
@@ -373,9 +411,12 @@ self.onmessage = async (event) => {
       const o = state.options[i];
       const y = T + r * row + 5;
       svg.append(el("text", { svg: 1, x: L - 8, y: y + 16, "text-anchor": "end", class: i === state.chosen ? "chosen" : "" }, `#${i + 1}`));
-      svg.append(el("rect", { svg: 1, x: px(0), y, width: Math.max(0, px(o.t_math) - px(0)), height: row - 10, fill: BAR_COLORS.math }));
-      svg.append(el("rect", { svg: 1, x: px(o.t_math), y, width: Math.max(0, px(o.t_total) - px(o.t_math)), height: row - 10, fill: BAR_COLORS.comms }));
-      svg.append(el("text", { svg: 1, x: px(o.t_total) + 6, y: y + 16, class: i === state.chosen ? "chosen" : "" }, (o.warn_text ? "⚠" : "") + o.t_total_text));
+      // 线性刻度上最短的条可能不到 1 px：每一段至少 MIN_BAR 宽，看得见（旁边的数字才是准的）
+      const mathW = o.t_math > 0 ? Math.max(MIN_BAR, px(o.t_math) - px(0)) : 0;
+      const commsW = o.t_comms > 0 ? Math.max(MIN_BAR, px(o.t_total) - px(o.t_math)) : 0;
+      svg.append(el("rect", { svg: 1, x: px(0), y, width: mathW, height: row - 10, fill: BAR_COLORS.math }));
+      svg.append(el("rect", { svg: 1, x: px(0) + mathW, y, width: commsW, height: row - 10, fill: BAR_COLORS.comms }));
+      svg.append(el("text", { svg: 1, x: px(0) + mathW + commsW + 6, y: y + 16, class: i === state.chosen ? "chosen" : "" }, (o.warn_text ? "⚠" : "") + o.t_total_text));
     });
     return svg;
   }

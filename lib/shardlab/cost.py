@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -482,6 +482,65 @@ def latency_threshold_bytes(ici_oneway_bw: float, hop_latency: float) -> float:
     return _rate(ici_oneway_bw) * _latency(hop_latency)
 
 
+# ---- 延迟受限还是带宽受限：全书唯一的判据 ----
+
+
+def regime_terms(time_at: Callable[[float], float], v_bytes: float) -> tuple[float, float]:
+    """把 V 处的时间分成（延迟项, 带宽项）：曲线在 V 处那一段直线 t = a + s·V 的截距 a 与 s·V
+
+    每个模型的时间都是 V 的分段线性函数（各跳 max(t_hop, 块/W) 之和、或者延迟项 + 带宽项）。
+    截距 a 是这一段里与 V 无关的部分：受延迟限制的那些跳的 t_hop 之和（GPU 是 NCCL 模型的延迟项）；
+    s·V 是受带宽限制的那些跳搬运字节的时间。两者之和就是 t(V)。
+    """
+    v = _bytes(v_bytes)
+    t = time_at(v)
+    if v == 0 or t == 0:
+        return t, 0.0
+    dv = v * 1e-9
+    bw = min(max((time_at(v + dv) - t) / dv * v, 0.0), t)
+    return t - bw, bw
+
+
+def regime(time_at: Callable[[float], float], v_bytes: float) -> str:
+    """延迟项大于带宽项（regime_terms）时是 'latency-bound'，否则 'bandwidth-bound'
+
+    V 越大，受带宽限制的跳越多：延迟项只减不增、带宽项只增不减，所以只有一个交点 crossover_bytes，
+    V 小于它是延迟受限，大于它是带宽受限。
+    """
+    lat, bw = regime_terms(time_at, v_bytes)
+    return "latency-bound" if lat > bw else "bandwidth-bound"
+
+
+def crossover_bytes(time_at: Callable[[float], float], lo: float = 1e-3, hi: float = 1e18) -> float | None:
+    """regime_terms 的延迟项等于带宽项的 V（交点，crossover）：V 小于它延迟受限，大于它带宽受限
+
+    不通信（时间恒为 0）时返回 None；没有延迟项时返回 0。在对数尺度上二分，再在找到的那一段直线
+    （或两段的交界处）上精确求出交点。
+    """
+    if time_at(hi) == 0:
+        return None
+    if regime(time_at, lo) == "bandwidth-bound":
+        return 0.0
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if regime(time_at, mid) == "latency-bound" else (lo, mid)
+
+    # 找到的 lo、hi 紧挨着交点：用 hi 往上、lo 往下 1%–2% 的割线得到两边那一段直线（截距 a、斜率 s）
+    def line(x: float, y: float) -> tuple[float, float]:
+        t_x, t_y = time_at(x), time_at(y)
+        slope = (t_y - t_x) / (y - x)
+        return t_x - slope * x, slope
+
+    (a_hi, s_hi), (a_lo, s_lo) = line(hi * 1.01, hi * 1.02), line(lo / 1.02, lo / 1.01)
+    if s_hi > 0 and abs(a_hi / s_hi / hi - 1) < 1e-6:  # 交点在上面那一段直线内：a = s·V
+        return a_hi / s_hi
+    if s_hi > s_lo and abs((a_lo - a_hi) / (s_hi - s_lo) / hi - 1) < 1e-6:  # 交点恰在两段的交界处
+        return (a_lo - a_hi) / (s_hi - s_lo)
+    return hi
+
+
 # ---- 唯一入口：estimate ----
 
 COLLECTIVES = names.COLLECTIVES
@@ -528,7 +587,7 @@ _GPU_CROSS_NODE = {
 
 @dataclass(frozen=True)
 class Estimate:
-    """estimate() 的结果；time_s 为秒，regime 为 'bandwidth-bound' 或 'latency-bound'"""
+    """estimate() 的结果；time_s 为秒，regime 为 'bandwidth-bound' 或 'latency-bound'（按 cost.regime：延迟项大于带宽项时是后者）"""
 
     collective: str
     chip: str
@@ -695,10 +754,10 @@ def estimate(
         n = math.prod(sizes)
         t_bw, formula = _estimate_gpu(coll, v, n, chip)
         lat = gpu_ring_latency(coll, n, chip.gpus_per_node, chip, hop_latency)
-        regime = "latency-bound" if lat > t_bw else "bandwidth-bound"
+        kind = regime(lambda x: lat + _estimate_gpu(coll, x, n, chip)[0], v)
         formula = f"延迟项（NCCL 模型）+ {formula}"
         return Estimate(
-            **common, time_s=lat + t_bw, regime=regime, formula=formula, bandwidth_term_s=t_bw, hop_latency_s=lat
+            **common, time_s=lat + t_bw, regime=kind, formula=formula, bandwidth_term_s=t_bw, hop_latency_s=lat
         )
 
     lat = chip.hop_latency if hop_latency is None else _latency(hop_latency)
@@ -715,18 +774,18 @@ def estimate(
         kind = "双向环（有 wraparound）" if wrap else "线形（line，无 wraparound）"
         text = f"{text}，{kind}，N={n}"
 
-        def run(latency: float) -> float:
-            return fn(v, n, bw, latency)
+        def run(latency: float, x: float = v) -> float:
+            return fn(x, n, bw, latency)
     else:
         fn, text = _MULTI_AXIS[coll]
         text = f"{text}，轴 {sizes}，wraparound {list(wraps)}"
 
-        def run(latency: float) -> float:
-            return fn(v, sizes, chip.ici_bidir_bw, latency, wraps)
+        def run(latency: float, x: float = v) -> float:
+            return fn(x, sizes, chip.ici_bidir_bw, latency, wraps)
 
     t, t_bw = run(lat), run(0.0)
-    regime = "latency-bound" if t > t_bw else "bandwidth-bound"
+    kind = regime(lambda x: run(lat, x), v)
     formula = f"{text}，V={v:.4g} B，W_oneway={chip.ici_oneway_bw:.4g} B/s，t_hop={lat:.3g} s"
     return Estimate(
-        **common, time_s=t, regime=regime, formula=formula, bandwidth_term_s=t_bw, wraparound=wraps, hop_latency_s=lat
+        **common, time_s=t, regime=kind, formula=formula, bandwidth_term_s=t_bw, wraparound=wraps, hop_latency_s=lat
     )

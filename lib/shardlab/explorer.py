@@ -30,6 +30,7 @@ __all__ = [
     "axis_placement",
     "collective_state",
     "control_choices",
+    "control_reasons",
     "scenario_axes",
     "curve_sizes",
     "range_labels",
@@ -183,14 +184,21 @@ def _linear_ticks(hi: float, fmt, max_ticks: int = 4) -> list[list]:
 
 
 def _crossover(coll: str, axes, chip, mesh, slice_shape, place: dict | None = None) -> float | None:
-    """延迟项等于带宽项时的字节数：带宽项与 V 成正比，延迟项是 V = 0 时的时间（与图中的曲线同一个模型）"""
-    if _cross_model(coll, chip, place):
-        latency = _plot_time(coll, 0.0, axes, chip, mesh, slice_shape, place)
-        slope = (_plot_time(coll, 1e9, axes, chip, mesh, slice_shape, place) - latency) / 1e9
-        return latency / slope if slope > 0 else None
-    latency = cost.estimate(coll, 0.0, axes, chip, mesh=mesh, slice_shape=slice_shape).time_s
-    slope = cost.estimate(coll, 1.0, axes, chip, mesh=mesh, slice_shape=slice_shape).bandwidth_term_s
-    return latency / slope if slope > 0 else None
+    """延迟项等于带宽项时的字节数（cost.crossover_bytes）：与图中的曲线、标题里的判断同一个模型"""
+    return cost.crossover_bytes(lambda v: _plot_time(coll, v, axes, chip, mesh, slice_shape, place))
+
+
+def _first_bend(time_at, cross: float | None) -> float | None:
+    """曲线开始离开延迟项的平台（第一步变成带宽受限）的 V；与 V* 差不多（多于 5%）时返回 None"""
+    if not cross:
+        return None
+    lo, hi = cross * 1e-3, cross
+    if cost.regime_terms(time_at, lo)[1] > 0 or cost.regime_terms(time_at, hi * 0.95)[1] == 0:
+        return None
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if cost.regime_terms(time_at, mid)[1] == 0 else (lo, mid)
+    return hi if hi < 0.95 * cross else None
 
 
 def _cross_model(coll: str, chip, place: dict | None) -> bool:
@@ -269,6 +277,11 @@ def cross_node_time(collective: str, nbytes: float, n: int, per_node: int, chip)
     return cost.gpu_ring_latency(coll, n, k, spec) + t_bw
 
 
+def _same_time(a: float, b: float) -> bool:
+    """两个时间之比写出来是 1（fmt_num 四舍五入之后）：这时不说谁偏乐观、谁是谁的几倍"""
+    return b > 0 and fmt_num(a / b) == "1"
+
+
 def _ratio_text(slow: float, fast: float) -> str:
     return f"约 {fmt_num(slow / fast)} 倍" if fast > 0 else ""
 
@@ -307,10 +320,10 @@ def _cross_text(spec: hardware.GpuChip, place: dict, word: str, t_model: float, 
     if t_cross is None:
         return "书中未给出网卡带宽，估不出跨节点的时间。"
     k = place["per_node"]
-    return (
-        f"按跨节点模型（组内设备最少的{word}只有 {k} 个 GPU，各用一块 {fmt_bw(spec.ib_bw_per_gpu)} 的网卡）"
-        f"估算约 {fmt_time(t_cross)}，是 {fmt_time(t_model)} 的{_ratio_text(t_cross, t_model)}。"
-    )
+    model = f"按跨节点模型（组内设备最少的{word}只有 {k} 个 GPU，各用一块 {fmt_bw(spec.ib_bw_per_gpu)} 的网卡）"
+    if _same_time(t_cross, t_model):
+        return f"{model}估算也约 {fmt_time(t_cross)}：这组参数下两者差不多。"
+    return f"{model}估算约 {fmt_time(t_cross)}，是 {fmt_time(t_model)} 的{_ratio_text(t_cross, t_model)}。"
 
 
 def _line_factor(spec: hardware.TpuChip, collective: str, nbytes: float, size: int) -> float | None:
@@ -360,15 +373,18 @@ def _where_text(spec: hardware.Chip, est: cost.Estimate, mesh: Mapping[str, int]
         text = (
             f"经过的轴 {names_}每组 {n} 个 GPU：{order}{spread} {place['nodes']} 个{word}里"
             f"（{_per_node_text(place, word)}；{domain}）。"
-            f"跨{word}的部分走出口的网络（InfiniBand，{bw}）。{_versus_one_domain(spec, est, n, t_here, word)}"
+            f"跨{word}的部分走出口的网络（InfiniBand，{bw}）。{_versus_one_domain(spec, est, n, t_here, word, place['per_node'])}"
         )
         if place["optimistic"]:
             assumed = place["assumed"]
             where = f"在 {assumed} 个{word}里" if assumed > 1 else f"在同一个{word}里"
             text += f"注意：代价模型（cost.estimate）只看 GPU 总数 {n}，按这些 GPU 连续排{where}计算，" + (
-                f"标题里的 {fmt_time(est.time_s)} 因此偏乐观；图中的曲线、圆点与交点都按下面的跨节点模型画。"
-                if t_cross is not None
-                else "上面的时间与图中的曲线因此偏乐观。"
+                "上面的时间与图中的曲线因此偏乐观。"
+                if t_cross is None
+                else f"得到 {fmt_time(est.time_s)}；标题里的时间与判断、图中的曲线、圆点与交点都按下面的跨节点模型。"
+                if _same_time(t_cross, est.time_s)
+                else f"得到的 {fmt_time(est.time_s)} 偏乐观；标题里的时间与判断、图中的曲线、圆点与交点"
+                "都按下面的跨节点模型。"
             )
             text += _cross_text(spec, place, word, est.time_s, t_cross)
             trailing = list(mesh)[len(mesh) - len(axes) :] == [a for a, _ in axes]
@@ -390,16 +406,27 @@ def _one_domain_time(spec: hardware.GpuChip, collective: str, nbytes: float, n: 
     return cost.gpu_ring_latency(collective, n, n, spec) + fn(nbytes, n, spec.nvlink_bw_per_direction)
 
 
-def _versus_one_domain(spec: hardware.GpuChip, est: cost.Estimate, n: int, t_here: float, word: str) -> str:
+def _versus_one_domain(
+    spec: hardware.GpuChip, est: cost.Estimate, n: int, t_here: float, word: str, k: int | None = None
+) -> str:
     """与同样 n 个 GPU 假想都在一个 NVLink 域里相比：只在算出来更慢时说慢，并写出慢几倍（按算出的数说话）"""
     t_one = _one_domain_time(spec, est.collective, est.nbytes, n)
-    one = f"同样 {n} 个 GPU 假想都在一个{word.strip()}里（只走 NVLink）约 {fmt_time(t_one)}，这里约 {fmt_time(t_here)}"
+    one = f"同样 {n} 个 GPU 假想都在一个{word}里（只走 NVLink）约 {fmt_time(t_one)}，这里约 {fmt_time(t_here)}"
     ratio = t_here / t_one if t_one > 0 else 1.0
     if fmt_num(ratio) == "1":
         return f"{one}：这组参数下差不多一样快。"
     if ratio > 1:
-        return f"{one}：跨{word.strip()}慢{_ratio_text(t_here, t_one)}。"
-    return f"{one}：这组参数下跨{word.strip()}不慢，反而快{_ratio_text(t_one, t_here)}。"
+        return f"{one}：跨{word}慢{_ratio_text(t_here, t_one)}。"
+    text = f"{one}：这组参数下跨{word}不慢，反而快{_ratio_text(t_one, t_here)}"
+    if est.collective == "all_to_all" or k is None:
+        return text + "。"
+    # 不是两种放置谁更好：两个时间的系数不同。跨节点模型里各层同时进行，每个 GPU 经 NVLink 只收 (k-1)/k，
+    # 其余经网卡同时到达；都在一个域里时全部 (n-1)/n 都经 NVLink 收
+    return (
+        f"{text}。这是两个模型的系数不同：跨{word}模型里各层同时进行，每个 GPU 经 NVLink 只收 {k - 1}/{k} 的数据，"
+        f"其余经网卡同时到达；都在一个{word}里时 {n - 1}/{n} 全部经 NVLink 收。"
+        f"按大 N 的极限（两者都是 V/W_NVLink）比，跨{word}不会更快。"
+    )
 
 
 def _gpu_formula_notes(text: str, est: cost.Estimate, spec: hardware.Chip) -> str:
@@ -489,18 +516,44 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
     t_cross = None
     if place is not None and place["optimistic"]:
         t_cross = cross_node_time(est.collective, est.nbytes, place["group_size"], place["per_node"], spec)
-    summary = f"{name}，V = {fmt_bytes(est.nbytes)}：约 {fmt_time(est.time_s)}，{_regime_text(est.regime)}"
-    if place is not None and place["optimistic"]:
-        summary += f"。⚠ 这是按 GPU 连续放置算的，偏乐观：各组实际分在 {place['nodes']} 个{_domain(spec)}里" + (
-            f"，按跨节点模型约 {fmt_time(t_cross)}（见下）" if t_cross is not None else "（见下）"
+    cross_model = _cross_model(est.collective, spec, place)
+    # 标题里的时间与判断：与图中的曲线同一个模型（组跨节点而 cost.estimate 偏乐观时是跨节点模型）
+    head_regime = est.regime
+    if cross_model:
+        head_regime = cost.regime(
+            lambda v: cross_node_time(est.collective, v, place["group_size"], place["per_node"], spec), est.nbytes
         )
+        summary = (
+            f"{name}，V = {fmt_bytes(est.nbytes)}：按跨节点模型约 {fmt_time(t_cross)}，"
+            f"{_regime_text(head_regime)}；各组实际分在 {place['nodes']} 个{_domain(spec)}里"
+        )
+        summary += (
+            f"。按 GPU 连续放置算也约 {fmt_time(est.time_s)}"
+            if _same_time(t_cross, est.time_s)
+            else f"。⚠ 按 GPU 连续放置算约 {fmt_time(est.time_s)}，偏乐观（见下）"
+        )
+    else:
+        summary = f"{name}，V = {fmt_bytes(est.nbytes)}：约 {fmt_time(est.time_s)}，{_regime_text(est.regime)}"
+        if place is not None and place["optimistic"]:
+            summary += f"。⚠ 这是按 GPU 连续放置算的，偏乐观：各组实际分在 {place['nodes']} 个{_domain(spec)}里（见下）"
     if cross is None:
         cross_text = "只有一台设备，不需要通信。"
     else:
-        cross_text = (
-            f"虚线是交点（crossover）V* ≈ {fmt_bytes(cross)}：{name} 的延迟项（每一步固定的开销，与 V 无关）"
-            f"在这里等于带宽项（搬运字节的时间，与 V 成正比）。V 比它小是延迟受限，比它大是带宽受限。"
+        terms = (
+            "延迟项（每一步固定的开销，与 V 无关）在这里等于带宽项（搬运字节的时间，与 V 成正比）"
+            if gpu
+            else "延迟项（受延迟限制的那些步的固定开销，与 V 无关）在这里等于带宽项（其余各步搬运字节的时间，"
+            "与 V 成正比）"
         )
+        cross_text = (
+            f"虚线是交点（crossover）V* ≈ {fmt_bytes(cross)}：{name} 的{terms}。V 比它小是延迟受限，比它大是带宽受限。"
+        )
+        bend = _first_bend(lambda v: _plot_time(est.collective, v, axes_l, spec, mesh_d, slice_shape, place), cross)
+        if bend is not None:
+            cross_text += (
+                f"曲线在约 {fmt_bytes(bend)} 就开始弯：各阶段搬的块大小不同，最大的块先变成带宽受限，"
+                "到 V* 时受带宽限制的那些步的时间才赶上其余各步的固定开销。"
+            )
     return {
         "args": args,
         "chip": est.chip,
@@ -512,12 +565,13 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
         "slice_shape": None if slice_shape is None else list(slice_shape),
         "time_s": est.time_s,
         # 图中圆点的时间：与曲线同一个模型（组跨节点而 cost.estimate 偏乐观时是跨节点模型的 cross_node_time_s）
-        "plot_time_s": t_cross if _cross_model(est.collective, spec, place) else est.time_s,
-        "curve_model": "cross_node" if _cross_model(est.collective, spec, place) else "cost.estimate",
+        "plot_time_s": t_cross if cross_model else est.time_s,
+        "curve_model": "cross_node" if cross_model else "cost.estimate",
         "bandwidth_term_s": est.bandwidth_term_s,
         "hop_latency_s": est.hop_latency_s,
         "regime": est.regime,
         "regime_text": _regime_text(est.regime),
+        "plot_regime": head_regime,  # 标题里的判断：与 plot_time_s 同一个模型
         "wraparound": None if est.wraparound is None else list(est.wraparound),
         "formula": est.formula,
         "formula_text": _alltoall_w_text(
@@ -538,6 +592,29 @@ def collective_state(chip, collective, nbytes, axes=None, mesh=None) -> dict:
         "x_ticks": _log_ticks(sizes[0], sizes[-1], fmt_bytes),
         "y_ticks": _log_ticks(min(positive), max(positive), fmt_time) if positive else [],
     }
+
+
+def control_reasons(chips: Sequence[str], meshes: Sequence[str]) -> dict[str, dict[str, dict[str, str]]]:
+    """control_choices 里算不了的组合为什么算不了：{网格: {芯片: {“经过的轴”: 中文说明}}}（只列算不了的）
+
+    探索器把说明写在灰掉的选项上（title），并在控件下面列出，读者不用猜。
+    """
+    table: dict[str, dict[str, dict[str, str]]] = {}
+    for mesh in meshes:
+        mesh_d = _mesh_dict(mesh)
+        options = [[a] for a in mesh_d] + ([list(mesh_d)] if len(mesh_d) > 1 else [])
+        table[mesh] = {}
+        for chip in chips:
+            why = {}
+            for axes in options:
+                try:
+                    spec = hardware.get_chip(chip)
+                    shape = default_slice_shape(spec, mesh_d)
+                    cost.estimate("all_gather", 1.0, axes, spec, mesh=mesh_d, slice_shape=shape)
+                except (ValueError, KeyError) as err:
+                    why[",".join(axes)] = _error_text(err)
+            table[mesh][chip] = why
+    return table
 
 
 def control_choices(chips: Sequence[str], meshes: Sequence[str]) -> dict[str, dict[str, list[str]]]:
@@ -730,7 +807,7 @@ def _topology_text(spec: hardware.Chip, mesh: Mapping[str, int], shape) -> tuple
         if warn:
             text += (
                 f"注意：标 ⚠ 的轴上，代价模型（cost.estimate）只看 GPU 个数，按连续放置在尽量少的{word}里计算，"
-                f"经过它的通信在表中偏乐观（标 ⚠，并给出按跨节点模型的估算；名次仍按表中的时间）。"
+                f"经过它的通信偏乐观；表中标 ⚠ 的做法的时间、条形图与名次都改按跨节点模型（书中给出网卡带宽时）。"
             )
         return text, warn
     return "模拟设备：名义值，每条轴都按有回绕的环计算。", False
@@ -781,39 +858,31 @@ def _warn_text(o: planner.MatmulOption, roles: Mapping[str, str], crosses: Seque
             parts.append(f"{where}，表中 {fmt_time(s.time_s)} 偏乐观（书中未给出网卡带宽）")
         else:
             parts.append(
-                f"{where}：跨节点模型约 {fmt_time(t_cross)}，表中 {fmt_time(s.time_s)}（{_ratio_text(t_cross, s.time_s)}）"
+                f"{where}：按跨节点模型约 {fmt_time(t_cross)}，按 GPU 连续放置算约 {fmt_time(s.time_s)}"
+                f"（偏乐观，{_ratio_text(t_cross, s.time_s)}）"
             )
     if not parts:
         return ""
     text = "⚠ " + "；".join(parts)
     total = _total_cross(o, crosses)
     if not math.isnan(total):
-        text += f"；总时间约 {fmt_time(total)}"
+        text += f"；表中的总时间 {fmt_time(total)} 按跨节点模型（按连续放置算约 {fmt_time(o.t_total)}）"
     return text + "。"
 
 
 def _summary(options: list[dict], chosen: int) -> str:
-    """一句话的结论。表按规划器的时间排名；有的做法经过跨节点的轴时，按跨节点模型改过的总时间可能换一个最快的：
-    那时先说改过之后最快的（以前标题写着规划器选的、自己的 ⚠ 行却说它要慢一倍）"""
+    """一句话的结论：最快的一种（表按总时间排名；有跨节点的步时按跨节点模型的总时间，标题也这么说）"""
     best = options[chosen]
+    head = "按跨节点模型最快" if any(o["cross_node"] for o in options) else "最快"
     text = (
-        f"最快：{best['label']}，约 {best['t_total_text']}"
+        f"{head}：{best['label']}，约 {best['t_total_text']}"
         f"（T_math {best['t_math_text']} + T_comms {best['t_comms_text']}），{best['bound_text']}"
     )
-    if not best["warn_text"]:
-        return text
-    real = min(
-        range(len(options)),
-        key=lambda i: options[i]["t_total_cross"] if not math.isnan(options[i]["t_total_cross"]) else math.inf,
-    )
-    t_real = options[real]["t_total_cross"]
-    if real == chosen or math.isnan(t_real):
+    if best["warn_text"] and not best["cross_node"]:
         return text + "。⚠ 它经过跨节点的轴，这个时间偏乐观（见表）"
-    return (
-        f"按跨节点模型最快：{options[real]['label']}，约 {fmt_time(t_real)}。"
-        f"表中按节点内的时间排第一的 {best['label']}（{best['t_total_text']}）经过跨节点的轴，"
-        f"按跨节点模型约 {fmt_time(best['t_total_cross'])}（见表中的 ⚠）"
-    )
+    if any(o["cross_node"] for o in options):
+        text += "。表中标 ⚠ 的做法经过跨节点的轴，它们的时间与名次都按跨节点模型（见表）"
+    return text
 
 
 def _total_cross(o: planner.MatmulOption, crosses: Sequence) -> float:
@@ -834,6 +903,11 @@ def _option(
 ) -> dict:
     label = _label(o, roles)
     crosses = [_step_cross(spec, mesh, s) if spec is not None else (None, None) for s in o.steps]
+    t_cross = _total_cross(o, crosses)
+    # 表、条形图与名次用的时间：有跨节点的步（且算得出跨节点模型）时按跨节点模型，否则就是规划器的时间
+    t_comms = o.t_comms if math.isnan(t_cross) else o.t_comms + (t_cross - o.t_total)
+    t_total = o.t_math + t_comms
+    bound = "compute-bound" if o.t_math > t_comms else "communication-bound"
     return {
         "label": label,
         "planner_label": o.label,
@@ -858,17 +932,22 @@ def _option(
         "flops_per_device": o.flops_per_device,
         "flops_per_device_text": _flops_text(o.flops_per_device, flop),
         "t_math": o.t_math,
-        "t_comms": o.t_comms,
-        "t_total": o.t_total,
+        "t_comms": t_comms,
+        "t_total": t_total,
         "t_math_text": fmt_time(o.t_math),
-        "t_comms_text": fmt_time(o.t_comms),
-        "t_total_text": fmt_time(o.t_total),
-        "bound": o.bound,
-        "bound_text": _bound_text(o.bound),
+        "t_comms_text": fmt_time(t_comms),
+        "t_total_text": fmt_time(t_total),
+        "cross_node": t_total != o.t_total,
+        "t_comms_contiguous": o.t_comms,  # 规划器（cost.estimate，按 GPU 连续放置）的时间
+        "t_total_contiguous": o.t_total,
+        "bound": bound,
+        "bound_text": _bound_text(bound),
         "describe": "\n".join(
             [
-                f"{label}：T_math ≈ {fmt_time(o.t_math)}，T_comms ≈ {fmt_time(o.t_comms)}，"
-                f"总 ≈ {fmt_time(o.t_total)}（T_math + T_comms），每设备 {_flops_text(o.flops_per_device, flop)}",
+                f"{label}：T_math ≈ {fmt_time(o.t_math)}，T_comms ≈ {fmt_time(t_comms)}，"
+                f"总 ≈ {fmt_time(t_total)}（T_math + T_comms"
+                + ("，跨节点的步按跨节点模型" if t_total != o.t_total else "")
+                + f"），每设备 {_flops_text(o.flops_per_device, flop)}",
                 *(f"    {t}" for t in o.trace),
             ]
         ),
@@ -883,9 +962,11 @@ def _explain(plan: planner.MatmulPlan, options: list[dict], out: str | None, cho
         f"{plan.a} ·_{plan.contract} {plan.b} → {out or plan.out}，网格 {mesh}（{total} 台设备），{plan.chip}",
         _case_text(planner._CASE_TEXT[plan.case]),
         *(_case_text(n) for n in plan.notes),
-        "选中的做法（总时间最短，按 T_math + T_comms，通信与计算不重叠）：",
+        "选中的做法（总时间最短，按 T_math + T_comms，通信与计算不重叠"
+        + ("；经过跨节点的轴的步按跨节点模型" if any(o["cross_node"] for o in options) else "")
+        + "）：",
         "  " + options[chosen]["describe"].replace("\n", "\n  "),
-        f"  {_bound_text(plan.bound)}",
+        f"  {options[chosen]['bound_text']}",
     ]
     others = [o for i, o in enumerate(options) if i != chosen]
     if others:
@@ -942,14 +1023,18 @@ def sharding_state(
     spec = hardware.get_chip(chip)
     flop = flop_unit(max(o.flops_per_device for o in plan.alternatives))  # 全表一个单位
     options = [_option(o, roles, spec, mesh_d, flop) for o in plan.alternatives]
-    chosen = plan.alternatives.index(plan.chosen)
+    alternatives = list(plan.alternatives)
+    chosen = alternatives.index(plan.chosen)
+    if any(o["cross_node"] for o in options):  # 按跨节点模型改过的总时间重新排名，最快的排第一
+        order = sorted(range(len(options)), key=lambda i: (options[i]["t_total"], i))
+        options, alternatives, chosen = [options[i] for i in order], [alternatives[i] for i in order], 0
     groups: dict[str, list[int]] = {}
     for i, o in enumerate(options):
         groups.setdefault(o["pattern"], []).append(i)
     lines = [
         {"line": name, "index": i}
         for name, label in (sc.lines if not custom else ())
-        for i, o in enumerate(plan.alternatives)
+        for i, o in enumerate(alternatives)
         if o.label == label
     ]
     heads = [members[0] for members in groups.values()][:SHOWN_GROUPS]
@@ -981,8 +1066,9 @@ def sharding_state(
         "topology_text": topology[0],
         "topology_warning": topology[1],
         "rank_note": (
-            f"名次是在全部 {len(options)} 种做法中按总时间的排名；默认每种通信组合只列最快的一种"
-            "（加上图中的线对应的做法），所以名次不一定连续。"
+            f"名次是在全部 {len(options)} 种做法中按总时间的排名"
+            + ("（标 ⚠ 的做法按跨节点模型的总时间）" if any(o["cross_node"] for o in options) else "")
+            + "；默认每种通信组合只列最快的一种（加上图中的线对应的做法），所以名次不一定连续。"
         ),
         "chart": {
             "rows": bars,
