@@ -719,7 +719,8 @@ ANSWER_LIST: tuple[Answer, ...] = (
            slips=_small_gather_slips("B2")),
     Answer("ch05-p3-uni", "p3_uni", "1", "大的单向环上 AllToAll 时间 / AllGather 时间", lambda p: 0.5,
            slips=UNI_SLIPS, varies=False),
-    Answer("ch05-p3-bi", "p3_bi", "1", "大的双向环上 AllToAll 时间 / AllGather 时间", lambda p: 0.25,
+    # 正对面的块两种算法都拆半时偶数 N 上的比值是 N/(4(N-1))；“大的环”与单向时一样取 N = 1024（极限 1/4）
+    Answer("ch05-p3-bi", "p3_bi", "1", "大的双向环上 AllToAll 时间 / AllGather 时间", lambda p: 1024 / (4 * 1023),
            slips=BI_SLIPS, varies=False),
     Answer("ch05-p3-fn", "alltoall_over_allgather", "1", "N 个设备的环上 AllToAll / AllGather 的精确比值（函数）",
            alltoall_over_allgather, kind="function", examples=((4, False), (4, True), (5, True), (8, True), *P3_EDGES),
