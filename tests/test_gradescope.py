@@ -109,6 +109,27 @@ def test_zip_requires_a_chapter_and_a_roster(built, tmp_path, capsys):
     assert not (tmp_path / "z.zip").exists()
 
 
+def test_zip_is_refused_when_the_solutions_disagree_with_the_reference(built, tmp_path, capsys, monkeypatch):
+    """本机评分核对解答笔记本的答案与参考算法（PersonalKey.build）；写 zip 时同样核对、同样的话、退出码 2
+    （以前照样写出 zip，容器里才出错：全班每份提交都是“评分器出错”）"""
+    work, _, secret, _, _ = built
+    real = gradescope.load_key
+
+    def wrong(*a, **k):
+        key = real(*a, **k)
+        entries = {aid: dict(e) for aid, e in key.entries.items()}
+        entries["ch05-p1a"]["value"] = float(entries["ch05-p1a"]["value"]) * (1 + 1e-6)
+        return type(key).from_entries(entries)
+
+    monkeypatch.setattr(gradescope, "load_key", wrong)
+    out = tmp_path / "z.zip"
+    rc = gradescope.main(["--secret-file", str(secret), "--out", str(out), "--chapter", "5",
+                          "--roster", str(work / "roster.csv"), "--course", str(ROOT)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2 and not out.exists()
+    assert "ch05-p1a：解答笔记本得" in err and "参考算法得" in err
+
+
 def test_grader_help_lists_the_gradescope_commands(capsys):
     with pytest.raises(SystemExit):
         cli.main(["--help"])

@@ -118,6 +118,9 @@ def build_zip(
         raise GradescopeError("；".join(bad))
     key = load_key(None, course)
     assignment = f"ch{chapter:02d}"
+    # 与本机评分同一道核对（PersonalKey.build）：解答笔记本的答案与参考算法在发布版上相差超过 1e-9 时不写 zip
+    # （以前照样写出，容器里建答案表时才出错，全班每份提交都是“评分器出错”）
+    personal.PersonalKey.build(key, students, secret, (assignment,))
     drawn = variants.for_class(secret, assignment, [s.id for s in students])
     config = {
         "chapter": chapter,
