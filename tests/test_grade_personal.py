@@ -7,6 +7,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import stat
 import sys
 import types
@@ -1456,6 +1457,54 @@ def test_an_interrupted_run_counts_only_graded_students_and_the_rerun_gives_ever
     assert "跳过已评 3 份" in capsys.readouterr().err  # --force 没有删掉以前的结果：没变的都用缓存
     assert _feedback_scores(out) == _result_scores(out) and set(_feedback_scores(out)) == {"s000", "s001", "s002"}
     assert not list((out / cli.STALE).glob("*.md"))
+
+
+def test_a_hard_stop_leaves_no_importable_tables_that_look_current(tmp_path, capsys, monkeypatch):
+    """第二次 Ctrl-C、终端关掉（SIGHUP）、被杀掉：评分器来不及重写汇总。以前上一次的 canvas.csv、grades_wide.csv、
+    读来是“评完了”的 summary.md 和要重评的学生上一次的反馈都留在原处，看起来是这次的，而 results/ 只更新了一部分。
+    现在写出第一份新结果之前就删掉两张表、summary.md 写成“评分中/未完成”、要重评的反馈移开"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    out = tmp_path / "out"
+    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
+            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    assert cli.main([str(own), *base]) == 0
+    assert (out / "canvas.csv").is_file() and len(list((out / "feedback").glob("*.md"))) == 3
+    real, calls, seen = cli.grade_submission, [], []
+
+    def stop_hard(f, ctx):
+        calls.append(f.sid)
+        if len(calls) > 1:
+            raise SystemExit(130)  # 就像第一份评完后的第二次 Ctrl-C（os._exit）
+        seen.append(((out / "canvas.csv").exists(), (out / "grades_wide.csv").exists(),
+                     (out / "summary.md").read_text(encoding="utf-8"),
+                     sorted(p.stem for p in (out / "feedback").glob("*.md"))))  # fmt: skip
+        return real(f, ctx)
+
+    monkeypatch.setattr(cli, "grade_submission", stop_hard)
+    with pytest.raises(SystemExit):
+        cli.main([str(own), *base, "--force"])
+    ((canvas, wide, summary, feedback),) = seen
+    assert not canvas and not wide and cli.UNFINISHED in summary and feedback == []
+    assert not (out / "canvas.csv").exists() and not (out / "grades_wide.csv").exists()
+    assert cli.UNFINISHED in (out / "summary.md").read_text(encoding="utf-8")
+    # feedback/ 里至多是这次评完的那一份（停下时它也许还没写出）
+    assert {p.stem for p in (out / "feedback").glob("*.md")} <= {calls[0]}
+    assert len(list((out / cli.STALE).glob("*.md"))) >= 2
+    monkeypatch.setattr(cli, "grade_submission", real)
+    capsys.readouterr()
+    assert cli.main([str(own), *base]) == 0
+    assert (out / "canvas.csv").is_file() and cli.UNFINISHED not in (out / "summary.md").read_text(encoding="utf-8")
+    assert len(list((out / "feedback").glob("*.md"))) == 3 and not list((out / cli.STALE).glob("*.md"))
+
+
+def test_a_closed_terminal_stops_the_grader_like_the_first_ctrl_c():
+    """SIGHUP（终端关掉、SSH 断了）与第一次 Ctrl-C 一样：不再启动新的沙箱，保存已评的结果（以前进程直接死掉）"""
+    with cli._Interrupts() as interrupts:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            assert signal.getsignal(sig) is interrupts
+        interrupts(signal.SIGHUP, None)
+        assert interrupts.stop.is_set()
+        interrupts.count = 0  # 退出时照常换回原来的处理器
 
 
 def test_a_student_with_a_file_still_pending_is_not_graded_yet_after_an_interrupt(tmp_path, capsys, monkeypatch):

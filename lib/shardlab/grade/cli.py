@@ -754,7 +754,7 @@ def _choose_chapter(found: list[Found], explicit: int | None) -> int | None:
 
 
 class _Interrupts:
-    """SIGINT / SIGTERM，从评分器拿到输出目录的锁起直到退出：第一次停止启动新的沙箱并结束正在运行的；第二次立即退出"""
+    """SIGINT / SIGTERM / SIGHUP，从评分器拿到输出目录的锁起直到退出：第一次停止启动新的沙箱并结束正在运行的；第二次立即退出"""
 
     def __init__(self):
         self.stop = threading.Event()
@@ -763,7 +763,8 @@ class _Interrupts:
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            # SIGHUP：终端关掉、SSH 断了（以前进程直接死掉，什么也不打印，上一次的成绩表留在原处）
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 self.old[sig] = signal.signal(sig, self)
         return self
 
@@ -781,11 +782,29 @@ class _Interrupts:
     def __call__(self, signum, frame):
         self.count += 1
         self.stop.set()
+        if signum == getattr(signal, "SIGHUP", None):
+            _detach_from_terminal()
         if self.sandbox is not None:
             self.sandbox.kill_all()
         if self.count > 1:
             os._exit(130)  # 已经写出的文件都是原子写的；临时文件下次运行时清掉
-        print("评分器：收到中断：不再启动新的沙箱，正在保存已评的结果（再按一次 Ctrl-C 立即退出）", file=sys.stderr)
+        try:  # 终端已经关掉（SIGHUP）时写不出来
+            print("评分器：收到中断：不再启动新的沙箱，正在保存已评的结果（再按一次 Ctrl-C 立即退出）", file=sys.stderr)
+        except (OSError, ValueError):
+            pass
+
+
+def _detach_from_terminal() -> None:
+    """终端关掉了（SIGHUP）：往它写会出错（EIO），保存结果的路上一句打印就会让评分器半途退出。
+    接着终端的 stdout、stderr 改成 /dev/null；重定向到文件的照旧写"""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            if os.isatty(fd):
+                os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
 
 
 def _main_locked(args, ready: Ready, out: Path, interrupts) -> int:
@@ -948,6 +967,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
             newly.append(f.sid)
         _write_gradebook(out, results, meta)
 
+    _mark_unfinished(out, todo, meta)
     _write_gradebook(out, results, meta)
     skipped = len(found) - len(todo)
     progress = _progress(args.no_progress, sys.stderr.isatty())
@@ -1065,6 +1085,27 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         )
         return 130
     return 1 if missing else 0
+
+
+UNFINISHED = "评分中/未完成"
+
+
+def _mark_unfinished(out: Path, todo: list[Found], meta: dict) -> None:
+    """写出第一份新结果之前：删掉上一次的能导入的成绩表（canvas.csv、grades_wide.csv），summary.md 写成“评分中/未完成”，
+    要重评的学生上一次的反馈移到 stale-feedback/；评完（或第一次中断后保存完）时照常重写。以前第二次 Ctrl-C、终端关掉
+    （SIGHUP）、被杀掉时，上一次的这些文件留在原处，看起来是这次的，而 gradebook.csv 与 results/ 只更新了一部分"""
+    for name in ("grades_wide.csv", "canvas.csv"):
+        (out / name).unlink(missing_ok=True)
+    stems = {f.sid for f in todo} | {f.roster_id for f in todo if f.roster_id}
+    stems |= {m for f in todo for m in f.members}
+    _set_aside_stale_feedback(out, stems)
+    text = (
+        f"# 评分概况\n\n**{UNFINISHED}**：{meta.get('started', '')} 开始的一次评分还没有结束"
+        "（或者被强行中断了：第二次 Ctrl-C、终端关掉、进程被杀）。results/ 与 gradebook.csv 只更新了一部分，"
+        "所以 canvas.csv 和 grades_wide.csv 已经删掉，要重评的学生上一次的反馈移到了 stale-feedback/。"
+        "请等评分器结束，或再运行一次（已评的用缓存）。\n"
+    )
+    report.atomic_write(out / "summary.md", text)
 
 
 def _earlier_students(out: Path, meta: dict) -> dict[str, str]:
