@@ -10,6 +10,7 @@ import shutil
 import signal
 import stat
 import sys
+import threading
 import types
 import unicodedata
 from pathlib import Path
@@ -1505,6 +1506,42 @@ def test_a_closed_terminal_stops_the_grader_like_the_first_ctrl_c():
         interrupts(signal.SIGHUP, None)
         assert interrupts.stop.is_set()
         interrupts.count = 0  # 退出时照常换回原来的处理器
+
+
+def test_a_parallel_timeout_not_yet_regraded_alone_is_not_final_after_an_interrupt(tmp_path, capsys, monkeypatch):
+    """-j 2：s000 与别的提交同时评时超时，评分器本要等别的评完再单独重评它，可这次被中断了。以前：这个超时当成定论，
+    算进平均分和分数分布，反馈放进 feedback/。现在它与名下还有文件没评的学生一样“还没有评”，反馈在 stale-feedback/"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    out = tmp_path / "out"
+    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
+            "--chapter", "5", "--no-progress", "--sandbox", "rlimit", "-j", "2"]  # fmt: skip
+    real, lock, done = cli.grade_submission, threading.Lock(), []
+
+    def timeout_then_stop(f, ctx):
+        if ctx.stop.is_set() or f.sid == "s002":
+            raise cli.Interrupted()  # s002 还没评就被中断了
+        res = real(f, ctx)
+        if f.sid == "s000":
+            res = {**res, "status": status.TIMEOUT, "message": "超过了墙钟时间上限"}
+        with lock:
+            done.append(f.sid)
+            if len(done) == 2:
+                ctx.stop.set()  # 两份都评完时按了 Ctrl-C：单独重评 s000 之前
+        return res
+
+    monkeypatch.setattr(cli, "grade_submission", timeout_then_stop)
+    assert cli.main([str(own), *base]) == 130
+    err = capsys.readouterr().err
+    assert sorted(done) == ["s000", "s001"]
+    s001 = json.loads((out / "results" / "s001.json").read_text(encoding="utf-8"))["points"]
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "## 还没有评（2 人" in summary and "`s000`" in summary.split("## 还没有评")[1]
+    assert f"- 平均分 {s001:.2f}，中位数 {s001:g}" in summary and "还没有评的 2 人不算在内" in summary
+    assert not (out / "feedback" / "s000.md").exists() and (out / cli.STALE / "s000.md").is_file()
+    assert (out / "feedback" / "s001.md").is_file()
+    assert "还没评完的 2 人（还有 2 份没评）" in err
+    book = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))["submissions"]
+    assert not [r for r in book if r.get("roster_id") == "s000" and r.get("counted")]
 
 
 def test_a_student_with_a_file_still_pending_is_not_graded_yet_after_an_interrupt(tmp_path, capsys, monkeypatch):

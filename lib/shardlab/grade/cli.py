@@ -904,7 +904,7 @@ def _cached(previous: dict | None, sha: str | None, cache_key: str, found: Found
         return None
     if sorted(previous.get("group", [])) != sorted(found.members):
         return None  # 小组的组员变了（重新导出了 Gradescope）：以前照样用缓存，退出小组的人还拿着小组的分
-    if timed_out(previous) and not previous.get("graded_alone"):
+    if not _final(previous):
         return None  # 与别的提交同时评时超时、还没单独重评过（那次运行被中断了）：再评
     if previous.get("status") in (st.CRASHED, st.GRADER_ERROR):
         return None  # 崩溃可能是评分环境的错（以前：环境修好之后照样用缓存里全班的“崩溃”）：再评
@@ -1007,7 +1007,10 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     meta["interrupted"] = interrupted
     # 名下还有文件没评的学生（被中断时；谁算同一个学生见 per_student.student_of）：他的成绩还没定，整个人“还没有评”，
     # 已评的那几份不计入成绩、不进统计，反馈也不放进 feedback/（以前按先评完的一份空白草稿的 0 分算进平均分）
-    waiting = {per_student.student_of(f) for f in todo if f.sid not in results}
+    # 与别的提交同时评时超时、还没单独重评的（被中断了）也算还没评完：评分器本要单独重评它（_retry_timeouts_alone），
+    # 这个超时不是定论（以前算进统计，反馈也放进 feedback/）；下次运行不用缓存，会再评
+    again = {f.sid for f in todo if f.sid in results and not _final(results[f.sid])}
+    waiting = {per_student.student_of(f) for f in todo if f.sid not in results or f.sid in again}
     unfinished = {f.sid for f in found if per_student.student_of(f) in waiting}
     later = {f.roster_id or f.sid for f in found if f.sid in unfinished}
     final = {sid: r for sid, r in results.items() if sid not in unfinished}
@@ -1076,7 +1079,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     if interrupted:
         # 还没评的提交上一次的反馈已经移开（不是这次写的），不能当成这次的发出去；数的是现在在 stale-feedback/ 里的
         # （以前数的是最后这一步又移了几份，总是 0）
-        left = sum(f.sid not in results for f in todo)
+        left = sum(f.sid not in results or f.sid in again for f in todo)
         aside = sum((out / STALE / f"{name}.md").is_file() for name in unfinished | later)
         print(
             f"评分被中断：已评的结果都已保存，再运行一次会接着评剩下的（还没评完的 {len(waiting)} 人"
@@ -1218,6 +1221,11 @@ def _held_without_file(earlier: dict[str, str], students, results: dict[str, dic
 def timed_out(res: dict) -> bool:
     """整份或某道题超时"""
     return res.get("status") == st.TIMEOUT or any(p.get("status") == st.TIMEOUT for p in res.get("problems", []))
+
+
+def _final(res: dict) -> bool:
+    """这份结果是不是定论：与别的提交同时评时超时、还没有单独重评过的不是（与 ``_cached`` 不用它作缓存是同一条规则）"""
+    return not (timed_out(res) and not res.get("graded_alone"))
 
 
 def _retry_timeouts_alone(todo: list[Found], results: dict[str, dict], ctx, record, jobs: int) -> list[str]:
