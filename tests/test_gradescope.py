@@ -19,7 +19,8 @@ import pytest
 from grading import SANDBOXED
 
 from shardlab.exercise import answers, variants
-from shardlab.grade import cli, gradescope
+from shardlab.grade import cli, gradescope, personal
+from shardlab.grade.key import AnswerKey
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -213,6 +214,29 @@ def test_student_id_comes_from_sid_then_email():
     assert gradescope.on_roster([("nobody",)], people) == []
 
 
+def test_a_group_notebook_is_graded_as_the_member_whose_signature_it_carries(tmp_path):
+    """小组提交：s002 的个人版，元数据里的学生 id 被改成了组员 s001（没有验证的说法）。以前按 s001 评，
+    学生看到“你交的笔记本是发给另一位同学的个人版”；签名说明它是 s002 的，就按 s002 评。没有签名时才看写的 id"""
+    from shardlab.exercise import roster as roster_mod
+    from shardlab.grade import inject
+    from shardlab.grade.key import registry_key
+
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    students = roster_mod.read(roster_path)
+    key = personal.PersonalKey.build(
+        AnswerKey.from_entries(registry_key()), students, variants.read_secret(secret), ("ch05",)
+    )
+    nb = json.loads((own / "s002" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    nb["metadata"]["shardlab"]["student"] = "s001"
+    peek = inject.peek(nb)
+    sid, note = gradescope.group_member(["s001", "s002"], peek, key, "ch05", 2)
+    assert sid == "s002" and "签名" in note and "s002" in note
+    nb["metadata"]["shardlab"].pop("tag", None)  # 没有签名：按写的 id
+    unsigned = inject.peek(nb)
+    assert not unsigned.tag
+    assert gradescope.group_member(["s002", "s001"], unsigned, key, "ch05", 2)[0] == "s001"
+
+
 def test_dry_run_refuses_two_notebooks_with_one_name(tmp_path):
     a, b = tmp_path / "a" / "x.ipynb", tmp_path / "b" / "x.ipynb"
     for nb in (a, b):
@@ -244,6 +268,13 @@ def test_run_autograder_grades_the_students_variant_with_weights(built):
 
     group = _dry(zip_path, [own / "s002" / "ch05_exercises.ipynb"], "s001", "s002")  # 小组：笔记本是 s002 的
     assert group["score"] == N5 + 2 and "组员 s002" in group["output"]  # 以前：按 users[0] 评，几乎全错
+    relabelled = json.loads((own / "s002" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    relabelled["metadata"]["shardlab"]["student"] = "s001"  # 元数据里的 id 是没有验证的说法，签名才说明是谁的
+    (tmp := own.parent / "relabelled").mkdir(exist_ok=True)
+    (tmp / "ch05_exercises.ipynb").write_text(json.dumps(relabelled), encoding="utf-8")
+    signed = _dry(zip_path, [tmp / "ch05_exercises.ipynb"], "s001", "s002")
+    assert signed["score"] == N5 + 2 and "组员 s002" in signed["output"]
+    assert "另一位同学" not in json.dumps(signed, ensure_ascii=False)
 
     ch06 = _dry(zip_path, [ROOT / "exercises" / "ch06_exercises.ipynb"], "s001")  # 一个 zip 一章
     assert ch06["score"] == 0 and sum(t["max_score"] for t in ch06["tests"]) == N5 + 2  # 以前：18/17
