@@ -1544,6 +1544,34 @@ def test_a_parallel_timeout_not_yet_regraded_alone_is_not_final_after_an_interru
     assert not [r for r in book if r.get("roster_id") == "s000" and r.get("counted")]
 
 
+def test_a_grader_error_or_a_crash_holds_the_student_instead_of_zero(tmp_path, capsys, monkeypatch):
+    """计入成绩的那一份评分器出错（grader-error）或评分进程崩溃（crashed）：以前 canvas.csv 里是 0 分（只要不是全班都这样）；
+    这个 0 不是评出来的：待核对，canvas.csv 与 grades_wide.csv 里空着，不算进平均分"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    out = tmp_path / "out"
+    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
+            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    real = cli.grade_submission
+
+    def broken(f, ctx):
+        if f.sid == "s000":
+            raise RuntimeError("评分器自己的错")
+        res = real(f, ctx)
+        if f.sid == "s001":
+            res = {**res, "status": status.CRASHED, "message": "评分进程没有给出报告", "points": 0.0}
+        return res
+
+    monkeypatch.setattr(cli, "grade_submission", broken)
+    assert cli.main([str(own), *base]) == 0
+    canvas = {row[2]: row[5] for row in csv.reader(io.StringIO((out / "canvas.csv").read_text(encoding="utf-8-sig")))}
+    s002 = json.loads((out / "results" / "s002.json").read_text(encoding="utf-8"))["points"]
+    assert canvas["s000"] == "" and canvas["s001"] == "" and float(canvas["s002"]) == s002
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    held = summary.split("## 待核对")[1]
+    assert "`s000`：待核对：评分器出错" in held and "`s001`：待核对：评分进程崩溃" in held
+    assert f"- 平均分 {s002:.2f}" in summary and "待核对的 2 人不算在内" in summary
+
+
 def test_a_student_with_a_file_still_pending_is_not_graded_yet_after_an_interrupt(tmp_path, capsys, monkeypatch):
     """s001 交了两份（先评的是空白的 a.ipynb），评完第一份时中断。以前：他按空白那份的 0 分算进平均分、中位数和分数分布，
     不在“还没有评”里；空白那份的反馈留在 feedback/ 里，当成这次的；还说他没有反馈文件是因为“写反馈失败”（没有失败过）"""

@@ -201,6 +201,26 @@ def test_a_grader_that_fails_in_the_container_records_no_score(built, tmp_path, 
     assert "配置读不了" in res["output"]
 
 
+@pytest.mark.parametrize("broken", ["grader-error", "crashed"])
+def test_a_grader_error_or_a_crash_in_the_container_records_no_score(built, tmp_path, monkeypatch, broken):
+    """评分器出错、评分进程崩溃（没有给出报告）时：以前 results.json 里是 0 分和每道题 0 分的测试；0 不是评出来的分数，
+    不记分（与本机评分的“待核对”相同），学生看到请联系教师"""
+    _, zip_path, _, own, _ = built
+    root = tmp_path / "autograder"
+    gradescope._safe_extract(zip_path, root / "source")
+    (root / "submission").mkdir()
+    shutil.copy(own / "s001" / "ch05_exercises.ipynb", root / "submission")
+    (root / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": "s001"}]}), encoding="utf-8")
+    failed = {"status": broken, "message": "评分进程没有给出报告", "points": 0.0, "max_points": N5 + 2,
+              "problems": [], "notes": [], "errors": []}  # fmt: skip
+    monkeypatch.setattr(gradescope, "choose_isolation", lambda config: ("rlimit", None, "只有资源限制"))
+    monkeypatch.setattr(gradescope, "_grade", lambda *a, **k: failed)
+    res = gradescope.run(root)
+    jsonschema.validate(res, RESULTS_SCHEMA)
+    _unscored(res)
+    assert "评分进程没有给出报告" in res["output"]
+
+
 def test_student_id_comes_from_sid_then_email():
     assert gradescope.student_of({"users": [{"sid": " 2024001 ", "email": "a@b"}]}) == "2024001"
     assert gradescope.student_of({"users": [{"sid": "", "email": "a@b"}]}) == "a@b"

@@ -1029,6 +1029,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         held_why |= _held_without_file(earlier, students, results, meta.get("doubts", {}))
         held_why |= _held_unreadable(final.values())
         held_why |= _held_book_params(final.values(), meta.get("doubts", {}).get("book_params", []))
+    held_why |= _held_broken(final.values())
     held_why = {sid: why for sid, why in held_why.items() if sid not in later}
     withheld = _withheld(results, bool(newly))
     ignored = [(i["file"], i["reason"]) for i in meta["ignored"]]
@@ -1133,6 +1134,25 @@ def _held_unreadable(results) -> dict:
         r["roster_id"]: f"待核对：交了文件，但{st.text(r['status'])}；请他重交，或由助教核对"
         for r in results
         if r.get("counted") and r.get("roster_id") and r.get("status") in UNGRADABLE
+    }
+
+
+NO_SCORE = (st.GRADER_ERROR, st.CRASHED)  # 整份提交的这两种状态没有评出分数
+
+
+def _held_broken(results) -> dict:
+    """计入成绩的那一份评分器出错（grader-error）或评分进程崩溃（crashed，没有给出报告）：0 分不是评出来的，成绩待核对、
+    canvas.csv 里空着（以前记 0 分）。崩溃也这样算：评分器分不清是评分环境的问题，还是学生的代码结束了评分进程；
+    两种都不用缓存，再运行一次会重评，仍然崩溃时由助教看 results/ 里的记录核对"""
+    why = {
+        st.GRADER_ERROR: "待核对：评分器出错（grader-error），这不是评出来的分数；修好之后再运行会重评",
+        st.CRASHED: "待核对：评分进程崩溃、没有给出报告（crashed），0 分不是评出来的；再运行一次会重评，"
+        "仍然崩溃时请助教看 results/ 里的记录核对",
+    }
+    return {
+        r.get("roster_id") or r["student"]: why[r["status"]]
+        for r in results
+        if r.get("counted", True) and r.get("status") in NO_SCORE
     }
 
 

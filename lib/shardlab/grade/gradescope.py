@@ -370,6 +370,8 @@ def run(root: Path) -> dict:
         return _grader_error(root, f"评分器不能安全地运行你的笔记本（{exc}）")
     if uid is not None:
         reap_uid(uid)  # 评分器写结果之前，学生的进程一个不剩
+    if res.get("status") in (st.GRADER_ERROR, st.CRASHED):  # 没有评出分数：不记 0 分（与本机评分的“待核对”相同）
+        return _grader_error(root, st.describe(res["status"], res.get("message", "")))
     return _report(root, res, chapter, weights, [f"学号 {sid}，第 {chapter} 章", group_note, file_note, issued_note,
                                                    f"隔离：{isolation}"])  # fmt: skip
 
