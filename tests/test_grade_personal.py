@@ -7,8 +7,10 @@ import json
 import math
 import os
 import shutil
+import signal
 import stat
 import sys
+import threading
 import types
 import unicodedata
 from pathlib import Path
@@ -1456,6 +1458,118 @@ def test_an_interrupted_run_counts_only_graded_students_and_the_rerun_gives_ever
     assert "跳过已评 3 份" in capsys.readouterr().err  # --force 没有删掉以前的结果：没变的都用缓存
     assert _feedback_scores(out) == _result_scores(out) and set(_feedback_scores(out)) == {"s000", "s001", "s002"}
     assert not list((out / cli.STALE).glob("*.md"))
+
+
+def test_a_hard_stop_leaves_no_importable_tables_that_look_current(tmp_path, capsys, monkeypatch):
+    """第二次 Ctrl-C、终端关掉（SIGHUP）、被杀掉：评分器来不及重写汇总。以前上一次的 canvas.csv、grades_wide.csv、
+    读来是“评完了”的 summary.md 和要重评的学生上一次的反馈都留在原处，看起来是这次的，而 results/ 只更新了一部分。
+    现在写出第一份新结果之前就删掉两张表、summary.md 写成“评分中/未完成”、要重评的反馈移开"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    out = tmp_path / "out"
+    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
+            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    assert cli.main([str(own), *base]) == 0
+    assert (out / "canvas.csv").is_file() and len(list((out / "feedback").glob("*.md"))) == 3
+    real, calls, seen = cli.grade_submission, [], []
+
+    def stop_hard(f, ctx):
+        calls.append(f.sid)
+        if len(calls) > 1:
+            raise SystemExit(130)  # 就像第一份评完后的第二次 Ctrl-C（os._exit）
+        seen.append(((out / "canvas.csv").exists(), (out / "grades_wide.csv").exists(),
+                     (out / "summary.md").read_text(encoding="utf-8"),
+                     sorted(p.stem for p in (out / "feedback").glob("*.md"))))  # fmt: skip
+        return real(f, ctx)
+
+    monkeypatch.setattr(cli, "grade_submission", stop_hard)
+    with pytest.raises(SystemExit):
+        cli.main([str(own), *base, "--force"])
+    ((canvas, wide, summary, feedback),) = seen
+    assert not canvas and not wide and cli.UNFINISHED in summary and feedback == []
+    assert not (out / "canvas.csv").exists() and not (out / "grades_wide.csv").exists()
+    assert cli.UNFINISHED in (out / "summary.md").read_text(encoding="utf-8")
+    # feedback/ 里至多是这次评完的那一份（停下时它也许还没写出）
+    assert {p.stem for p in (out / "feedback").glob("*.md")} <= {calls[0]}
+    assert len(list((out / cli.STALE).glob("*.md"))) >= 2
+    monkeypatch.setattr(cli, "grade_submission", real)
+    capsys.readouterr()
+    assert cli.main([str(own), *base]) == 0
+    assert (out / "canvas.csv").is_file() and cli.UNFINISHED not in (out / "summary.md").read_text(encoding="utf-8")
+    assert len(list((out / "feedback").glob("*.md"))) == 3 and not list((out / cli.STALE).glob("*.md"))
+
+
+def test_a_closed_terminal_stops_the_grader_like_the_first_ctrl_c():
+    """SIGHUP（终端关掉、SSH 断了）与第一次 Ctrl-C 一样：不再启动新的沙箱，保存已评的结果（以前进程直接死掉）"""
+    with cli._Interrupts() as interrupts:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            assert signal.getsignal(sig) is interrupts
+        interrupts(signal.SIGHUP, None)
+        assert interrupts.stop.is_set()
+        interrupts.count = 0  # 退出时照常换回原来的处理器
+
+
+def test_a_parallel_timeout_not_yet_regraded_alone_is_not_final_after_an_interrupt(tmp_path, capsys, monkeypatch):
+    """-j 2：s000 与别的提交同时评时超时，评分器本要等别的评完再单独重评它，可这次被中断了。以前：这个超时当成定论，
+    算进平均分和分数分布，反馈放进 feedback/。现在它与名下还有文件没评的学生一样“还没有评”，反馈在 stale-feedback/"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    out = tmp_path / "out"
+    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
+            "--chapter", "5", "--no-progress", "--sandbox", "rlimit", "-j", "2"]  # fmt: skip
+    real, lock, done = cli.grade_submission, threading.Lock(), []
+
+    def timeout_then_stop(f, ctx):
+        if ctx.stop.is_set() or f.sid == "s002":
+            raise cli.Interrupted()  # s002 还没评就被中断了
+        res = real(f, ctx)
+        if f.sid == "s000":
+            res = {**res, "status": status.TIMEOUT, "message": "超过了墙钟时间上限"}
+        with lock:
+            done.append(f.sid)
+            if len(done) == 2:
+                ctx.stop.set()  # 两份都评完时按了 Ctrl-C：单独重评 s000 之前
+        return res
+
+    monkeypatch.setattr(cli, "grade_submission", timeout_then_stop)
+    assert cli.main([str(own), *base]) == 130
+    err = capsys.readouterr().err
+    assert sorted(done) == ["s000", "s001"]
+    s001 = json.loads((out / "results" / "s001.json").read_text(encoding="utf-8"))["points"]
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "## 还没有评（2 人" in summary and "`s000`" in summary.split("## 还没有评")[1]
+    assert f"- 平均分 {s001:.2f}，中位数 {s001:g}" in summary and "还没有评的 2 人不算在内" in summary
+    assert not (out / "feedback" / "s000.md").exists() and (out / cli.STALE / "s000.md").is_file()
+    assert (out / "feedback" / "s001.md").is_file()
+    assert "还没评完的 2 人（还有 2 份没评）" in err
+    book = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))["submissions"]
+    assert not [r for r in book if r.get("roster_id") == "s000" and r.get("counted")]
+
+
+def test_a_grader_error_or_a_crash_holds_the_student_instead_of_zero(tmp_path, capsys, monkeypatch):
+    """计入成绩的那一份评分器出错（grader-error）或评分进程崩溃（crashed）：以前 canvas.csv 里是 0 分（只要不是全班都这样）；
+    这个 0 不是评出来的：待核对，canvas.csv 与 grades_wide.csv 里空着，不算进平均分"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    out = tmp_path / "out"
+    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
+            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    real = cli.grade_submission
+
+    def broken(f, ctx):
+        if f.sid == "s000":
+            raise RuntimeError("评分器自己的错")
+        res = real(f, ctx)
+        if f.sid == "s001":
+            res = {**res, "status": status.CRASHED, "message": "评分进程没有给出报告", "points": 0.0}
+        return res
+
+    monkeypatch.setattr(cli, "grade_submission", broken)
+    assert cli.main([str(own), *base]) == 0
+    canvas = {row[2]: row[5] for row in csv.reader(io.StringIO((out / "canvas.csv").read_text(encoding="utf-8-sig")))}
+    s002 = json.loads((out / "results" / "s002.json").read_text(encoding="utf-8"))["points"]
+    assert canvas["s000"] == "" and canvas["s001"] == "" and float(canvas["s002"]) == s002
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    held = summary.split("## 待核对")[1]
+    assert "`s000`：待核对：评分器出错" in held and "`s001`：待核对：评分进程崩溃" in held
+    assert f"- 平均分 {s002:.2f}" in summary and "待核对的 2 人不算在内" in summary
 
 
 def test_a_student_with_a_file_still_pending_is_not_graded_yet_after_an_interrupt(tmp_path, capsys, monkeypatch):

@@ -19,7 +19,8 @@ import pytest
 from grading import SANDBOXED
 
 from shardlab.exercise import answers, variants
-from shardlab.grade import cli, gradescope
+from shardlab.grade import cli, gradescope, personal
+from shardlab.grade.key import AnswerKey
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -109,6 +110,27 @@ def test_zip_requires_a_chapter_and_a_roster(built, tmp_path, capsys):
     assert not (tmp_path / "z.zip").exists()
 
 
+def test_zip_is_refused_when_the_solutions_disagree_with_the_reference(built, tmp_path, capsys, monkeypatch):
+    """本机评分核对解答笔记本的答案与参考算法（PersonalKey.build）；写 zip 时同样核对、同样的话、退出码 2
+    （以前照样写出 zip，容器里才出错：全班每份提交都是“评分器出错”）"""
+    work, _, secret, _, _ = built
+    real = gradescope.load_key
+
+    def wrong(*a, **k):
+        key = real(*a, **k)
+        entries = {aid: dict(e) for aid, e in key.entries.items()}
+        entries["ch05-p1a"]["value"] = float(entries["ch05-p1a"]["value"]) * (1 + 1e-6)
+        return type(key).from_entries(entries)
+
+    monkeypatch.setattr(gradescope, "load_key", wrong)
+    out = tmp_path / "z.zip"
+    rc = gradescope.main(["--secret-file", str(secret), "--out", str(out), "--chapter", "5",
+                          "--roster", str(work / "roster.csv"), "--course", str(ROOT)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2 and not out.exists()
+    assert "ch05-p1a：解答笔记本得" in err and "参考算法得" in err
+
+
 def test_grader_help_lists_the_gradescope_commands(capsys):
     with pytest.raises(SystemExit):
         cli.main(["--help"])
@@ -179,6 +201,26 @@ def test_a_grader_that_fails_in_the_container_records_no_score(built, tmp_path, 
     assert "配置读不了" in res["output"]
 
 
+@pytest.mark.parametrize("broken", ["grader-error", "crashed"])
+def test_a_grader_error_or_a_crash_in_the_container_records_no_score(built, tmp_path, monkeypatch, broken):
+    """评分器出错、评分进程崩溃（没有给出报告）时：以前 results.json 里是 0 分和每道题 0 分的测试；0 不是评出来的分数，
+    不记分（与本机评分的“待核对”相同），学生看到请联系教师"""
+    _, zip_path, _, own, _ = built
+    root = tmp_path / "autograder"
+    gradescope._safe_extract(zip_path, root / "source")
+    (root / "submission").mkdir()
+    shutil.copy(own / "s001" / "ch05_exercises.ipynb", root / "submission")
+    (root / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": "s001"}]}), encoding="utf-8")
+    failed = {"status": broken, "message": "评分进程没有给出报告", "points": 0.0, "max_points": N5 + 2,
+              "problems": [], "notes": [], "errors": []}  # fmt: skip
+    monkeypatch.setattr(gradescope, "choose_isolation", lambda config: ("rlimit", None, "只有资源限制"))
+    monkeypatch.setattr(gradescope, "_grade", lambda *a, **k: failed)
+    res = gradescope.run(root)
+    jsonschema.validate(res, RESULTS_SCHEMA)
+    _unscored(res)
+    assert "评分进程没有给出报告" in res["output"]
+
+
 def test_student_id_comes_from_sid_then_email():
     assert gradescope.student_of({"users": [{"sid": " 2024001 ", "email": "a@b"}]}) == "2024001"
     assert gradescope.student_of({"users": [{"sid": "", "email": "a@b"}]}) == "a@b"
@@ -190,6 +232,29 @@ def test_student_id_comes_from_sid_then_email():
     assert gradescope.on_roster([("U99887766", "b@C")], people) == ["2024002"]
     assert gradescope.on_roster([("2024001", "b@c"), ("x", "a@b")], people) == ["2024001"]
     assert gradescope.on_roster([("nobody",)], people) == []
+
+
+def test_a_group_notebook_is_graded_as_the_member_whose_signature_it_carries(tmp_path):
+    """小组提交：s002 的个人版，元数据里的学生 id 被改成了组员 s001（没有验证的说法）。以前按 s001 评，
+    学生看到“你交的笔记本是发给另一位同学的个人版”；签名说明它是 s002 的，就按 s002 评。没有签名时才看写的 id"""
+    from shardlab.exercise import roster as roster_mod
+    from shardlab.grade import inject
+    from shardlab.grade.key import registry_key
+
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    students = roster_mod.read(roster_path)
+    key = personal.PersonalKey.build(
+        AnswerKey.from_entries(registry_key()), students, variants.read_secret(secret), ("ch05",)
+    )
+    nb = json.loads((own / "s002" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    nb["metadata"]["shardlab"]["student"] = "s001"
+    peek = inject.peek(nb)
+    sid, note = gradescope.group_member(["s001", "s002"], peek, key, "ch05", 2)
+    assert sid == "s002" and "签名" in note and "s002" in note
+    nb["metadata"]["shardlab"].pop("tag", None)  # 没有签名：按写的 id
+    unsigned = inject.peek(nb)
+    assert not unsigned.tag
+    assert gradescope.group_member(["s002", "s001"], unsigned, key, "ch05", 2)[0] == "s001"
 
 
 def test_dry_run_refuses_two_notebooks_with_one_name(tmp_path):
@@ -223,6 +288,13 @@ def test_run_autograder_grades_the_students_variant_with_weights(built):
 
     group = _dry(zip_path, [own / "s002" / "ch05_exercises.ipynb"], "s001", "s002")  # 小组：笔记本是 s002 的
     assert group["score"] == N5 + 2 and "组员 s002" in group["output"]  # 以前：按 users[0] 评，几乎全错
+    relabelled = json.loads((own / "s002" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    relabelled["metadata"]["shardlab"]["student"] = "s001"  # 元数据里的 id 是没有验证的说法，签名才说明是谁的
+    (tmp := own.parent / "relabelled").mkdir(exist_ok=True)
+    (tmp / "ch05_exercises.ipynb").write_text(json.dumps(relabelled), encoding="utf-8")
+    signed = _dry(zip_path, [tmp / "ch05_exercises.ipynb"], "s001", "s002")
+    assert signed["score"] == N5 + 2 and "组员 s002" in signed["output"]
+    assert "另一位同学" not in json.dumps(signed, ensure_ascii=False)
 
     ch06 = _dry(zip_path, [ROOT / "exercises" / "ch06_exercises.ipynb"], "s001")  # 一个 zip 一章
     assert ch06["score"] == 0 and sum(t["max_score"] for t in ch06["tests"]) == N5 + 2  # 以前：18/17

@@ -754,7 +754,7 @@ def _choose_chapter(found: list[Found], explicit: int | None) -> int | None:
 
 
 class _Interrupts:
-    """SIGINT / SIGTERM，从评分器拿到输出目录的锁起直到退出：第一次停止启动新的沙箱并结束正在运行的；第二次立即退出"""
+    """SIGINT / SIGTERM / SIGHUP，从评分器拿到输出目录的锁起直到退出：第一次停止启动新的沙箱并结束正在运行的；第二次立即退出"""
 
     def __init__(self):
         self.stop = threading.Event()
@@ -763,7 +763,8 @@ class _Interrupts:
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            # SIGHUP：终端关掉、SSH 断了（以前进程直接死掉，什么也不打印，上一次的成绩表留在原处）
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 self.old[sig] = signal.signal(sig, self)
         return self
 
@@ -781,11 +782,29 @@ class _Interrupts:
     def __call__(self, signum, frame):
         self.count += 1
         self.stop.set()
+        if signum == getattr(signal, "SIGHUP", None):
+            _detach_from_terminal()
         if self.sandbox is not None:
             self.sandbox.kill_all()
         if self.count > 1:
             os._exit(130)  # 已经写出的文件都是原子写的；临时文件下次运行时清掉
-        print("评分器：收到中断：不再启动新的沙箱，正在保存已评的结果（再按一次 Ctrl-C 立即退出）", file=sys.stderr)
+        try:  # 终端已经关掉（SIGHUP）时写不出来
+            print("评分器：收到中断：不再启动新的沙箱，正在保存已评的结果（再按一次 Ctrl-C 立即退出）", file=sys.stderr)
+        except (OSError, ValueError):
+            pass
+
+
+def _detach_from_terminal() -> None:
+    """终端关掉了（SIGHUP）：往它写会出错（EIO），保存结果的路上一句打印就会让评分器半途退出。
+    接着终端的 stdout、stderr 改成 /dev/null；重定向到文件的照旧写"""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            if os.isatty(fd):
+                os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
 
 
 def _main_locked(args, ready: Ready, out: Path, interrupts) -> int:
@@ -885,7 +904,7 @@ def _cached(previous: dict | None, sha: str | None, cache_key: str, found: Found
         return None
     if sorted(previous.get("group", [])) != sorted(found.members):
         return None  # 小组的组员变了（重新导出了 Gradescope）：以前照样用缓存，退出小组的人还拿着小组的分
-    if timed_out(previous) and not previous.get("graded_alone"):
+    if not _final(previous):
         return None  # 与别的提交同时评时超时、还没单独重评过（那次运行被中断了）：再评
     if previous.get("status") in (st.CRASHED, st.GRADER_ERROR):
         return None  # 崩溃可能是评分环境的错（以前：环境修好之后照样用缓存里全班的“崩溃”）：再评
@@ -948,6 +967,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
             newly.append(f.sid)
         _write_gradebook(out, results, meta)
 
+    _mark_unfinished(out, todo, meta)
     _write_gradebook(out, results, meta)
     skipped = len(found) - len(todo)
     progress = _progress(args.no_progress, sys.stderr.isatty())
@@ -987,7 +1007,10 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     meta["interrupted"] = interrupted
     # 名下还有文件没评的学生（被中断时；谁算同一个学生见 per_student.student_of）：他的成绩还没定，整个人“还没有评”，
     # 已评的那几份不计入成绩、不进统计，反馈也不放进 feedback/（以前按先评完的一份空白草稿的 0 分算进平均分）
-    waiting = {per_student.student_of(f) for f in todo if f.sid not in results}
+    # 与别的提交同时评时超时、还没单独重评的（被中断了）也算还没评完：评分器本要单独重评它（_retry_timeouts_alone），
+    # 这个超时不是定论（以前算进统计，反馈也放进 feedback/）；下次运行不用缓存，会再评
+    again = {f.sid for f in todo if f.sid in results and not _final(results[f.sid])}
+    waiting = {per_student.student_of(f) for f in todo if f.sid not in results or f.sid in again}
     unfinished = {f.sid for f in found if per_student.student_of(f) in waiting}
     later = {f.roster_id or f.sid for f in found if f.sid in unfinished}
     final = {sid: r for sid, r in results.items() if sid not in unfinished}
@@ -1006,6 +1029,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         held_why |= _held_without_file(earlier, students, results, meta.get("doubts", {}))
         held_why |= _held_unreadable(final.values())
         held_why |= _held_book_params(final.values(), meta.get("doubts", {}).get("book_params", []))
+    held_why |= _held_broken(final.values())
     held_why = {sid: why for sid, why in held_why.items() if sid not in later}
     withheld = _withheld(results, bool(newly))
     ignored = [(i["file"], i["reason"]) for i in meta["ignored"]]
@@ -1056,7 +1080,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     if interrupted:
         # 还没评的提交上一次的反馈已经移开（不是这次写的），不能当成这次的发出去；数的是现在在 stale-feedback/ 里的
         # （以前数的是最后这一步又移了几份，总是 0）
-        left = sum(f.sid not in results for f in todo)
+        left = sum(f.sid not in results or f.sid in again for f in todo)
         aside = sum((out / STALE / f"{name}.md").is_file() for name in unfinished | later)
         print(
             f"评分被中断：已评的结果都已保存，再运行一次会接着评剩下的（还没评完的 {len(waiting)} 人"
@@ -1065,6 +1089,27 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         )
         return 130
     return 1 if missing else 0
+
+
+UNFINISHED = "评分中/未完成"
+
+
+def _mark_unfinished(out: Path, todo: list[Found], meta: dict) -> None:
+    """写出第一份新结果之前：删掉上一次的能导入的成绩表（canvas.csv、grades_wide.csv），summary.md 写成“评分中/未完成”，
+    要重评的学生上一次的反馈移到 stale-feedback/；评完（或第一次中断后保存完）时照常重写。以前第二次 Ctrl-C、终端关掉
+    （SIGHUP）、被杀掉时，上一次的这些文件留在原处，看起来是这次的，而 gradebook.csv 与 results/ 只更新了一部分"""
+    for name in ("grades_wide.csv", "canvas.csv"):
+        (out / name).unlink(missing_ok=True)
+    stems = {f.sid for f in todo} | {f.roster_id for f in todo if f.roster_id}
+    stems |= {m for f in todo for m in f.members}
+    _set_aside_stale_feedback(out, stems)
+    text = (
+        f"# 评分概况\n\n**{UNFINISHED}**：{meta.get('started', '')} 开始的一次评分还没有结束"
+        "（或者被强行中断了：第二次 Ctrl-C、终端关掉、进程被杀）。results/ 与 gradebook.csv 只更新了一部分，"
+        "所以 canvas.csv 和 grades_wide.csv 已经删掉，要重评的学生上一次的反馈移到了 stale-feedback/。"
+        "请等评分器结束，或再运行一次（已评的用缓存）。\n"
+    )
+    report.atomic_write(out / "summary.md", text)
 
 
 def _earlier_students(out: Path, meta: dict) -> dict[str, str]:
@@ -1089,6 +1134,25 @@ def _held_unreadable(results) -> dict:
         r["roster_id"]: f"待核对：交了文件，但{st.text(r['status'])}；请他重交，或由助教核对"
         for r in results
         if r.get("counted") and r.get("roster_id") and r.get("status") in UNGRADABLE
+    }
+
+
+NO_SCORE = (st.GRADER_ERROR, st.CRASHED)  # 整份提交的这两种状态没有评出分数
+
+
+def _held_broken(results) -> dict:
+    """计入成绩的那一份评分器出错（grader-error）或评分进程崩溃（crashed，没有给出报告）：0 分不是评出来的，成绩待核对、
+    canvas.csv 里空着（以前记 0 分）。崩溃也这样算：评分器分不清是评分环境的问题，还是学生的代码结束了评分进程；
+    两种都不用缓存，再运行一次会重评，仍然崩溃时由助教看 results/ 里的记录核对"""
+    why = {
+        st.GRADER_ERROR: "待核对：评分器出错（grader-error），这不是评出来的分数；修好之后再运行会重评",
+        st.CRASHED: "待核对：评分进程崩溃、没有给出报告（crashed），0 分不是评出来的；再运行一次会重评，"
+        "仍然崩溃时请助教看 results/ 里的记录核对",
+    }
+    return {
+        r.get("roster_id") or r["student"]: why[r["status"]]
+        for r in results
+        if r.get("counted", True) and r.get("status") in NO_SCORE
     }
 
 
@@ -1177,6 +1241,11 @@ def _held_without_file(earlier: dict[str, str], students, results: dict[str, dic
 def timed_out(res: dict) -> bool:
     """整份或某道题超时"""
     return res.get("status") == st.TIMEOUT or any(p.get("status") == st.TIMEOUT for p in res.get("problems", []))
+
+
+def _final(res: dict) -> bool:
+    """这份结果是不是定论：与别的提交同时评时超时、还没有单独重评过的不是（与 ``_cached`` 不用它作缓存是同一条规则）"""
+    return not (timed_out(res) and not res.get("graded_alone"))
 
 
 def _retry_timeouts_alone(todo: list[Found], results: dict[str, dict], ctx, record, jobs: int) -> list[str]:

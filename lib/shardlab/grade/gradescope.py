@@ -22,8 +22,8 @@
 和 ``__MACOSX``；有几个时，优先笔记本元数据里写着这一章、这位学生（或组员之一）的，其次含这一章答案标签的，
 再按路径排序；output 里写明评的是哪个文件、为什么。
 
-**小组提交。** ``users`` 里有几个人时，按笔记本里写的学生 id 是哪位组员就按谁的个人版评分；笔记本里没有写、
-或写的不是组员时，按第一位在花名册里的组员评分，并说明。
+**小组提交。** ``users`` 里有几个人时，按笔记本的签名是哪位组员的个人版就按谁的评分；没有一位组员的签名对得上时，
+按笔记本里写的学生 id 是哪位组员；都没有时按第一位在花名册里的组员评分，并说明（``group_member``）。
 
 目录约定（``$AUTOGRADER_ROOT``，默认 ``/autograder``）：``source/`` 是 zip 的内容，``submission/`` 是学生上传的文件，
 ``submission_metadata.json`` 是提交信息（学号取 ``users[i].sid``，没有时取 ``email``），结果写到 ``results/results.json``。
@@ -118,6 +118,9 @@ def build_zip(
         raise GradescopeError("；".join(bad))
     key = load_key(None, course)
     assignment = f"ch{chapter:02d}"
+    # 与本机评分同一道核对（PersonalKey.build）：解答笔记本的答案与参考算法在发布版上相差超过 1e-9 时不写 zip
+    # （以前照样写出，容器里建答案表时才出错，全班每份提交都是“评分器出错”）
+    personal.PersonalKey.build(key, students, secret, (assignment,))
     drawn = variants.for_class(secret, assignment, [s.id for s in students])
     config = {
         "chapter": chapter,
@@ -340,19 +343,6 @@ def run(root: Path) -> dict:
     path, peek, file_note = choose_notebook(root / "submission", chapter, known)
     if path is None:
         return _fail(root, f"提交里没有 .ipynb 笔记本：请上传你的 ch{chapter:02d}_exercises.ipynb", chapter, weights)
-    sid, group_note = known[0], ""
-    if len(group) > 1:
-        claimed = peek.student if peek is not None else None
-        match = next((k for k in known if claimed and roster.normalize(claimed) == roster.normalize(k)), None)
-        sid = match or known[0]
-        group_note = (
-            f"小组提交（{len(group)} 人）：笔记本里写的学生 id 是组员 {sid}，按 {sid} 的个人版评分"
-            if match
-            else f"小组提交（{len(group)} 人）：笔记本里没有写组员的 id，按第一位组员 {sid} 的个人版评分"
-        )
-    mode, uid, isolation = choose_isolation(config)
-    if mode is None:
-        return _grader_error(root, f"评分器不能安全地运行你的笔记本（{isolation}）")
     assignment = f"ch{chapter:02d}"
     variants_doc = json.loads((private / "variants.json").read_text(encoding="utf-8"))
     public = json.loads((private / "public_key.json").read_text(encoding="utf-8"))
@@ -362,6 +352,12 @@ def run(root: Path) -> dict:
     key = personal.PersonalKey.build(
         base, students, None, (assignment,), variants_doc, int(config["seed"]), public_keys
     )
+    sid, group_note = known[0], ""
+    if len(group) > 1:
+        sid, group_note = group_member(known, peek, key, assignment, len(group))
+    mode, uid, isolation = choose_isolation(config)
+    if mode is None:
+        return _grader_error(root, f"评分器不能安全地运行你的笔记本（{isolation}）")
     issued_note = ""
     if peek is not None and peek.chapter == chapter:
         written = problems.written(assignment, peek.param_sources)
@@ -374,8 +370,32 @@ def run(root: Path) -> dict:
         return _grader_error(root, f"评分器不能安全地运行你的笔记本（{exc}）")
     if uid is not None:
         reap_uid(uid)  # 评分器写结果之前，学生的进程一个不剩
+    if res.get("status") in (st.GRADER_ERROR, st.CRASHED):  # 没有评出分数：不记 0 分（与本机评分的“待核对”相同）
+        return _grader_error(root, st.describe(res["status"], res.get("message", "")))
     return _report(root, res, chapter, weights, [f"学号 {sid}，第 {chapter} 章", group_note, file_note, issued_note,
                                                    f"隔离：{isolation}"])  # fmt: skip
+
+
+def group_member(known: list[str], peek, key: personal.PersonalKey, assignment: str, size: int) -> tuple[str, str]:
+    """小组提交按哪位组员的个人版评分：(花名册 id, 给学生的说明)。签名（教师的密钥为某位组员签的参数）说了算；
+    没有一位组员的签名对得上时，才看笔记本元数据里写的学生 id（谁都能改），再没有就按第一位组员。
+    以前只看元数据里写的 id：组员的笔记本写着另一位组员的 id 时按错的人评，学生看到“你交的笔记本是发给另一位同学的个人版”"""
+    if peek is not None and peek.tag and peek.chapter is not None and f"ch{peek.chapter:02d}" == assignment:
+        try:
+            written = problems.written(assignment, peek.param_sources)
+        except Exception:  # noqa: BLE001  不可信的输入
+            written = None
+        for k in known:
+            issued = dict(key.params[k][assignment])
+            if key.authentic(k, assignment, issued, peek.tag) or (
+                written is not None and key.authentic(k, assignment, written, peek.tag)
+            ):
+                return k, f"小组提交（{size} 人）：笔记本的签名表明它是组员 {k} 的个人版，按 {k} 的个人版评分"
+    claimed = peek.student if peek is not None else None
+    match = next((k for k in known if claimed and roster.normalize(claimed) == roster.normalize(k)), None)
+    if match:
+        return match, f"小组提交（{size} 人）：笔记本里写的学生 id 是组员 {match}，按 {match} 的个人版评分"
+    return known[0], f"小组提交（{size} 人）：笔记本里没有写组员的 id，按第一位组员 {known[0]} 的个人版评分"
 
 
 def _grade(root, path, sid, chapter, key: AnswerKey, seed: int, weights, mode, uid, source: Path) -> dict:
