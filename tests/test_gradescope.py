@@ -237,12 +237,12 @@ def test_student_id_comes_from_sid_then_email():
 def test_a_group_notebook_is_graded_as_the_member_whose_signature_it_carries(tmp_path):
     """小组提交：s002 的个人版，元数据里的学生 id 被改成了组员 s001（没有验证的说法）。以前按 s001 评，
     学生看到“你交的笔记本是发给另一位同学的个人版”；签名说明它是 s002 的，就按 s002 评。没有签名时才看写的 id"""
-    from shardlab.exercise import roster as roster_mod
+    from shardlab.exercise import roster
     from shardlab.grade import inject
     from shardlab.grade.key import registry_key
 
     roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
-    students = roster_mod.read(roster_path)
+    students = roster.read(roster_path)
     key = personal.PersonalKey.build(
         AnswerKey.from_entries(registry_key()), students, variants.read_secret(secret), ("ch05",)
     )
