@@ -317,3 +317,35 @@ def test_case3_quiz_is_a_size_the_table_does_not_show(glued):
     assert glued["ch06-q3-rs"] == units.fmt_time(v_c / 1.8e11)
     assert glued["ch06-q3-math"] == units.fmt_time(2 * 4096 * 32768 * 12288 / 4 / 4.59e14)
     assert glued["ch06-q3-bound"] == "受算力限制"
+
+
+def test_explorer_gathers_weights_from_the_crossover(glued):
+    """6.8 节：探索器（FSDP 场景）从约 12,288 起把收集权重排第一，不是 16,384（只试 2 的幂时的答案）"""
+    from shardlab import explorer
+
+    def first(b):
+        st = explorer.sharding_state(b, 8192, 32768, "v5p", {"Y": 4}, scenario="fsdp")
+        return st["options"][st["chosen"]]["kinds"]
+
+    b = int(number(glued["ch06-s8-explorer-from"]))
+    assert 8192 < b < 16384
+    assert first(b) == ["all_gather"] and first(b - 4) != ["all_gather"]
+
+
+def test_p7_hbm_terms(glued_solutions):
+    """问题 7 计入 HBM（v4p：1.2e12 B/s、2.75e14 FLOP/s）：第一组不切 ≈ 115 µs，切 I ≈ 124 µs，切 K ≈ 15 µs"""
+    hbm, c = 1.2e12, 2.75e14
+    i, j, k = 128, 8192, 8192
+    a, b, out = 2 * i * j, 2 * j * k, 2 * i * k
+    full = max(2 * i * j * k / c, (a + b + out) / hbm)
+    assert number(glued_solutions["ch06-sol-p7-hbm-g1-full"]) == pytest.approx(full, rel=0.01)
+    split_k = number(glued_solutions["ch06-sol-p7-hbm-g1-k"])
+    split_i = number(glued_solutions["ch06-sol-p7-hbm-g1-i"])
+    assert split_k < 20e-6 < full < split_i
+    i, j, k = 64, 2048, 2048
+    ai = 2 * i * j * k / (2 * (i * j + j * k + i * k))
+    assert number(glued_solutions["ch06-sol-p7-hbm-g4-ai"]) == pytest.approx(ai, abs=1) and ai < c / hbm
+    g4_full = (2 * (i * j + j * k + i * k)) / hbm
+    assert number(glued_solutions["ch06-sol-p7-hbm-g4-full"]) == pytest.approx(g4_full, rel=0.01)
+    assert number(glued_solutions["ch06-sol-p7-hbm-g4-k"]) < g4_full
+    assert float(glued_solutions["ch06-sol-p7-hbm-speedup"]) == pytest.approx(2.6, abs=0.05)
