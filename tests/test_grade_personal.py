@@ -1766,6 +1766,21 @@ def test_widespread_timeouts_withhold_the_importable_tables():
     assert cli._withheld({"a": slow, "b": ok, "c": ok}, True) is None
     assert cli._withheld({"a": slow, "b": slow, "c": ok}, False) is None  # 这次什么也没评：都是缓存
     assert "崩溃" in cli._withheld({"a": {"status": status.CRASHED}, "b": {"status": status.TIMEOUT}}, True)
+    # 按学生数：一个学生的四份笔记本都超时（sleep），另外三名学生好好的，成绩表照写（以前按份数算，全班都没有）
+    mine = {f"s4~{i}": {**slow, "roster_id": "s4", "file": f"s4/v{i}.ipynb"} for i in range(4)}
+    others = {f"s{i}": {**ok, "roster_id": f"s{i}", "file": f"s{i}/a.ipynb"} for i in range(1, 4)}
+    assert cli._withheld(mine | others, True) is None
+    folders = {f"x{i}": {**slow, "file": f"late/v{i}.ipynb"} for i in range(4)}  # 没有花名册：同一个文件夹是同一个人
+    assert cli._withheld(folders | {"y": {**ok, "file": "a/a.ipynb"}, "z": {**ok, "file": "b/b.ipynb"}}, True) is None
+
+
+def test_feedback_of_a_crash_says_held_not_zero():
+    """评分进程崩溃的结果在成绩表里是“待核对”，反馈以前却写“得分：0 / 17”"""
+    base = {"student": "s1", "file": "s1/a.ipynb", "points": 0.0, "max_points": 17.0, "problems": [], "message": "x"}
+    for broken in (status.CRASHED, status.GRADER_ERROR):
+        text = report.feedback_markdown({**base, "status": broken})
+        assert "待核对" in text and "0 / 17" not in text
+    assert "0 / 17" in report.feedback_markdown({**base, "status": status.GRADED})
 
 
 def test_personal_solutions_and_the_public_exercise_hold_the_student(tmp_path):

@@ -1175,13 +1175,25 @@ def _withheld(results: dict[str, dict], graded_now: bool) -> str | None:
             "（--memory-mb、--cell-timeout、--wall）的问题，例如课程自己的设置单元没有跑完，不是学生的问题，"
             "所以没有写 grades_wide.csv 和 canvas.csv"
         )
-    timeouts = [s for s, r in results.items() if timed_out(r)]
-    if len(timeouts) >= 2 and len(timeouts) >= len(results) / 2:
+    # 按学生数：一个学生交几份都超时的笔记本（sleep、死循环）不能让全班的成绩表写不出来
+    by_student: dict[str, list[dict]] = {}
+    for sid, r in results.items():
+        by_student.setdefault(_student_key(sid, r), []).append(r)
+    timeouts = sorted(who for who, rs in by_student.items() if all(timed_out(r) for r in rs))
+    if len(timeouts) >= 2 and len(timeouts) >= len(by_student) / 2:
         return (
-            f"{len(timeouts)} / {len(results)} 份提交有超时：多半是 --wall 或 --cell-timeout 给得太小（或机器太忙），"
-            "所以没有写 grades_wide.csv 和 canvas.csv；放宽上限后再运行会重评超时的提交"
+            f"{len(by_student)} 名学生里有 {len(timeouts)} 名的提交全都超时：多半是 --wall 或 --cell-timeout 给得太小"
+            "（或机器太忙），所以没有写 grades_wide.csv 和 canvas.csv；放宽上限后再运行会重评超时的提交"
         )
     return None
+
+
+def _student_key(sid: str, res: dict) -> str:
+    """结果属于哪个学生：花名册 id；没有花名册时是提交目录下的第一级文件夹（与 per_student.student_of 一致），散放的文件各算各的"""
+    if res.get("roster_id"):
+        return f"roster:{res['roster_id']}"
+    parts = [p for p in str(res.get("file", "")).split("/") if p]
+    return f"folder:{parts[0]}" if len(parts) > 1 else f"file:{sid}"
 
 
 def _held_book_params(results, book_files: list[str]) -> dict:
