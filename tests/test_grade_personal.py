@@ -1429,16 +1429,7 @@ def test_an_interrupted_run_counts_only_graded_students_and_the_rerun_gives_ever
     base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
             "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
     assert cli.main([str(own), *base]) == 0
-    real = cli.grade_submission
-
-    def stop_after_one(f, ctx):
-        if ctx.stop.is_set():
-            raise cli.Interrupted()
-        res = real(f, ctx)
-        ctx.stop.set()  # 就像第一份评完时按了 Ctrl-C
-        return res
-
-    monkeypatch.setattr(cli, "grade_submission", stop_after_one)
+    real = _stop_after_the_first_result(monkeypatch)
     capsys.readouterr()
     assert cli.main([str(own), *base, "--force"]) == 130
     err = capsys.readouterr().err
@@ -1581,16 +1572,7 @@ def test_a_student_with_a_file_still_pending_is_not_graded_yet_after_an_interrup
             "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
     assert cli.main([str(own), *base]) == 0
     shutil.copy(tmp_path / "assigned" / "s001" / "ch05_exercises.ipynb", own / "s001" / "a.ipynb")
-    real = cli.grade_submission
-
-    def stop_after_one(f, ctx):
-        if ctx.stop.is_set():
-            raise cli.Interrupted()
-        res = real(f, ctx)
-        ctx.stop.set()  # 就像第一份评完时按了 Ctrl-C
-        return res
-
-    monkeypatch.setattr(cli, "grade_submission", stop_after_one)
+    real = _stop_after_the_first_result(monkeypatch)
     capsys.readouterr()
     assert cli.main([str(own), *base]) == 130
     err = capsys.readouterr().err
@@ -1856,3 +1838,18 @@ def test_r19_limits_globs_and_the_terminal_summary(tmp_path, capsys):
     _, rows = outputs.rows([res], STUDENTS[:3], 5, held={"s3": "待核对：测试"})
     line = outputs.console_summary(rows, [], None)
     assert "平均分 3.00" in line and "待核对 1 人" in line and "没有提交 1 人" in line
+
+
+def _stop_after_the_first_result(monkeypatch):
+    """第一份评完时就像按了 Ctrl-C：之后的提交都不评；返回原来的 grade_submission（接着评时换回去）"""
+    real = cli.grade_submission
+
+    def stop_after_one(f, ctx):
+        if ctx.stop.is_set():
+            raise cli.Interrupted()
+        res = real(f, ctx)
+        ctx.stop.set()
+        return res
+
+    monkeypatch.setattr(cli, "grade_submission", stop_after_one)
+    return real
