@@ -109,7 +109,7 @@ def answer_line_problems(answer_lines: list[dict], chapter: str) -> list[str]:
         if len(cell["lines"]) != 1:
             problems.append(f"{spec.id}：看得见的“答案：”行有 {len(cell['lines'])} 行，应当 1 行")
             continue
-        part = re.search(r"-p\d+([a-z])$", spec.id)
+        part = re.search(r"-p\d+([a-z])(?:-[a-z]+)?$", spec.id)  # ch06-p8a-bytes 也是 (a)
         if part and not cell["lines"][0].startswith(f"({part.group(1)}) 答案："):
             problems.append(f"{spec.id}：答案行没有写出小问（({part.group(1)})）：{cell['lines'][0]!r}")
             continue
@@ -169,6 +169,11 @@ def test_answer_line_check_catches_a_missing_or_wrong_line():
     wrong = [dict(c, lines=[answer_line(c["id"], 2 * ref[c["id"]]["value"] + 1)]) if c["lines"] else c for c in good]
     assert len(answer_line_problems(wrong, "ch05")) == 16
     assert answer_line_problems(good[1:], "ch05") == [f"{good[0]['id']}：解答页上没有它的答案单元"]
+    ch06 = [
+        {"id": a.id, "lines": [answer_line(a.id, ref[a.id]["value"])] if a.kind == "value" else []}
+        for a in answers.chapter_answers("ch06")
+    ]
+    assert answer_line_problems(ch06, "ch06") == []  # ch06-p8a-bytes 这样带后缀的编号也写出小问 (a)
 
 
 @pytest.mark.slow

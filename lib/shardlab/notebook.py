@@ -60,8 +60,8 @@ def glue_text(name: str, text: Any) -> None:
 
 
 def answer_part(answer_id: str) -> str:
-    """答案编号里的小问：``"ch05-p1a"`` → ``"(a)"``；没有小问字母的编号（``"ch05-p5-8"``）是空字符串"""
-    m = re.search(r"-p\d+([a-z])$", answer_id)
+    """答案编号里的小问：``"ch05-p1a"``、``"ch06-p8a-bytes"`` → ``"(a)"``；没有小问字母的编号（``"ch05-p5-8"``、``"ch05-p3-uni"``）是空字符串"""
+    m = re.search(r"-p\d+([a-z])(?:-[a-z]+)?$", answer_id)
     return f"({m.group(1)})" if m else ""
 
 
