@@ -1344,10 +1344,7 @@ def test_a_canvas_named_file_in_another_students_folder_is_pointed_out():
 def test_regrading_one_file_into_the_class_output_holds_the_rest(tmp_path, capsys):
     """整条命令：全班评过之后只给一个学生的文件、输出到同一个目录。以前别的学生在 canvas.csv 里是 0 分，
     stderr 说“它们的 0 份反馈移到了 stale-feedback/”（其实移了）"""
-    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
-    out = tmp_path / "out"
-    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
-            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    roster_path, secret, own, out, base = _class_run(tmp_path, 2)
     assert cli.main([str(own), *base]) == 0
     capsys.readouterr()
     assert cli.main([str(own / "s001" / "ch05_exercises.ipynb"), *base]) == 0
@@ -1375,7 +1372,6 @@ def _result_scores(out: Path) -> dict[str, str]:
     return got
 
 
-@pytest.mark.slow
 def test_a_cached_result_follows_its_student_not_the_path_and_never_another_student():
     """只给一个文件时它的路径变了（ch05_exercises.ipynb，而不是 s001/ch05_exercises.ipynb）：同一个学生、同样的内容照样用缓存；
     另一个学生一模一样的副本、没有花名册时换了路径的、有身份问题的，都不用"""
@@ -1398,13 +1394,11 @@ def test_a_cached_result_follows_its_student_not_the_path_and_never_another_stud
     assert cli._cached({**previous, "identity_conflict": True}, "abc", "k", moved) is None
 
 
+@pytest.mark.slow
 def test_a_full_rerun_after_a_partial_run_gives_everyone_feedback_again(tmp_path, capsys):
     """整条命令：全班评过，只给一个学生的文件重评（别的学生的反馈移到 stale-feedback/），再照样给全班的提交目录。
     以前第三次运行 rc 0、canvas.csv 里四个人都有分，feedback/ 里却只有重评的那一份（缓存的结果不重写反馈）"""
-    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
-    out = tmp_path / "out"
-    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
-            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    roster_path, secret, own, out, base = _class_run(tmp_path, 3)
     assert cli.main([str(own), *base]) == 0
     capsys.readouterr()
     assert cli.main([str(own / "s002" / "ch05_exercises.ipynb"), *base]) == 0
@@ -1424,10 +1418,7 @@ def test_an_interrupted_run_counts_only_graded_students_and_the_rerun_gives_ever
 ):
     """--force 重评时在第一份评完后中断（Ctrl-C），再正常运行一次。以前：中断的那次说“0 份上一次的反馈移到了 stale-feedback/”
     （其实移了 2 份），summary.md 把还没评的学生按 0 分算进平均分、中位数和分数分布；下一次运行之后，只有新评的学生有反馈"""
-    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
-    out = tmp_path / "out"
-    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
-            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    roster_path, secret, own, out, base = _class_run(tmp_path, 3)
     assert cli.main([str(own), *base]) == 0
     real = _stop_after_the_first_result(monkeypatch)
     capsys.readouterr()
@@ -1451,14 +1442,12 @@ def test_an_interrupted_run_counts_only_graded_students_and_the_rerun_gives_ever
     assert not list((out / cli.STALE).glob("*.md"))
 
 
+@pytest.mark.slow
 def test_a_hard_stop_leaves_no_importable_tables_that_look_current(tmp_path, capsys, monkeypatch):
     """第二次 Ctrl-C、终端关掉（SIGHUP）、被杀掉：评分器来不及重写汇总。以前上一次的 canvas.csv、grades_wide.csv、
     读来是“评完了”的 summary.md 和要重评的学生上一次的反馈都留在原处，看起来是这次的，而 results/ 只更新了一部分。
     现在写出第一份新结果之前就删掉两张表、summary.md 写成“评分中/未完成”、要重评的反馈移开"""
-    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
-    out = tmp_path / "out"
-    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
-            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    roster_path, secret, own, out, base = _class_run(tmp_path, 3)
     assert cli.main([str(own), *base]) == 0
     assert (out / "canvas.csv").is_file() and len(list((out / "feedback").glob("*.md"))) == 3
     real, calls, seen = cli.grade_submission, [], []
@@ -1499,13 +1488,12 @@ def test_a_closed_terminal_stops_the_grader_like_the_first_ctrl_c():
         interrupts.count = 0  # 退出时照常换回原来的处理器
 
 
+@pytest.mark.slow
 def test_a_parallel_timeout_not_yet_regraded_alone_is_not_final_after_an_interrupt(tmp_path, capsys, monkeypatch):
     """-j 2：s000 与别的提交同时评时超时，评分器本要等别的评完再单独重评它，可这次被中断了。以前：这个超时当成定论，
     算进平均分和分数分布，反馈放进 feedback/。现在它与名下还有文件没评的学生一样“还没有评”，反馈在 stale-feedback/"""
-    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
-    out = tmp_path / "out"
-    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
-            "--chapter", "5", "--no-progress", "--sandbox", "rlimit", "-j", "2"]  # fmt: skip
+    roster_path, secret, own, out, base = _class_run(tmp_path, 3)
+    base += ["-j", "2"]
     real, lock, done = cli.grade_submission, threading.Lock(), []
 
     def timeout_then_stop(f, ctx):
@@ -1535,13 +1523,11 @@ def test_a_parallel_timeout_not_yet_regraded_alone_is_not_final_after_an_interru
     assert not [r for r in book if r.get("roster_id") == "s000" and r.get("counted")]
 
 
+@pytest.mark.slow
 def test_a_grader_error_or_a_crash_holds_the_student_instead_of_zero(tmp_path, capsys, monkeypatch):
     """计入成绩的那一份评分器出错（grader-error）或评分进程崩溃（crashed）：以前 canvas.csv 里是 0 分（只要不是全班都这样）；
     这个 0 不是评出来的：待核对，canvas.csv 与 grades_wide.csv 里空着，不算进平均分"""
-    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
-    out = tmp_path / "out"
-    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
-            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    roster_path, secret, own, out, base = _class_run(tmp_path, 3)
     real = cli.grade_submission
 
     def broken(f, ctx):
@@ -1563,13 +1549,11 @@ def test_a_grader_error_or_a_crash_holds_the_student_instead_of_zero(tmp_path, c
     assert f"- 平均分 {s002:.2f}" in summary and "待核对的 2 人不算在内" in summary
 
 
+@pytest.mark.slow
 def test_a_student_with_a_file_still_pending_is_not_graded_yet_after_an_interrupt(tmp_path, capsys, monkeypatch):
     """s001 交了两份（先评的是空白的 a.ipynb），评完第一份时中断。以前：他按空白那份的 0 分算进平均分、中位数和分数分布，
     不在“还没有评”里；空白那份的反馈留在 feedback/ 里，当成这次的；还说他没有反馈文件是因为“写反馈失败”（没有失败过）"""
-    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
-    out = tmp_path / "out"
-    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
-            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    roster_path, secret, own, out, base = _class_run(tmp_path, 3)
     assert cli.main([str(own), *base]) == 0
     shutil.copy(tmp_path / "assigned" / "s001" / "ch05_exercises.ipynb", own / "s001" / "a.ipynb")
     real = _stop_after_the_first_result(monkeypatch)
@@ -1749,11 +1733,11 @@ def test_widespread_timeouts_withhold_the_importable_tables():
     assert cli._withheld({"a": slow, "b": slow, "c": ok}, False) is None  # 这次什么也没评：都是缓存
     assert "崩溃" in cli._withheld({"a": {"status": status.CRASHED}, "b": {"status": status.TIMEOUT}}, True)
     # 按学生数：一个学生的四份笔记本都超时（sleep），另外三名学生好好的，成绩表照写（以前按份数算，全班都没有）
-    mine = {f"s4~{i}": {**slow, "roster_id": "s4", "file": f"s4/v{i}.ipynb"} for i in range(4)}
-    others = {f"s{i}": {**ok, "roster_id": f"s{i}", "file": f"s{i}/a.ipynb"} for i in range(1, 4)}
-    assert cli._withheld(mine | others, True) is None
-    folders = {f"x{i}": {**slow, "file": f"late/v{i}.ipynb"} for i in range(4)}  # 没有花名册：同一个文件夹是同一个人
-    assert cli._withheld(folders | {"y": {**ok, "file": "a/a.ipynb"}, "z": {**ok, "file": "b/b.ipynb"}}, True) is None
+    mine = {f"s4~{i}": slow for i in range(4)}
+    others = {f"s{i}": ok for i in range(1, 4)}
+    owner = {sid: ("roster", sid.split("~")[0]) for sid in mine | others}  # per_student.student_of 给出的学生
+    assert cli._withheld(mine | others, True, owner) is None
+    assert "超时" in cli._withheld(mine | others, True)  # 每份算一个人时（以前的算法）四份超时就过半
 
 
 def test_feedback_of_a_crash_says_held_not_zero():
@@ -1853,3 +1837,13 @@ def _stop_after_the_first_result(monkeypatch):
 
     monkeypatch.setattr(cli, "grade_submission", stop_after_one)
     return real
+
+
+def _class_run(tmp_path: Path, n: int):
+    """n 个学生的第 5 章个人版（assign_bench.make_class）与评分命令的公共参数（输出到 tmp_path/out，rlimit 隔离）：
+    返回 (花名册, 密钥, 学生的提交目录, 输出目录, 参数)"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, n, "ch05", published=False)
+    out = tmp_path / "out"
+    base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
+            "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    return roster_path, secret, own, out, base

@@ -242,7 +242,7 @@ def prepare(args) -> Ready:
             _refuse_personal_without_key(found)
     else:
         _identify(found, args.personal, args.trust_key, args.roster_notes)
-        found.partial = _partial(args.submissions, identify.Roster(args.personal.students), found.found)
+        found.partial = _partial(args.submissions, table, found.found)
     _refuse_nothing_to_grade(found)
     chapter = _choose_chapter(found.found, args.chapter)
     key = base_key
@@ -623,8 +623,7 @@ def _signed_personal(f: Found, key: personal.PersonalKey, assignment: str) -> bo
     tag = f.peek.tag if f.peek is not None else None
     if not tag:
         return False
-    who = {f.roster_id} | ({f.peek.student} if f.peek.student in key.params else set())
-    return any(sid and key.authentic(sid, assignment, dict(key.params[sid][assignment]), tag) for sid in who)
+    return key.owner((f.roster_id, f.peek.student), assignment, tag) is not None
 
 
 def _drop_unsigned_claims(found: Scan, key: personal.PersonalKey, assignment: str) -> list[Found]:
@@ -906,7 +905,7 @@ def _cached(previous: dict | None, sha: str | None, cache_key: str, found: Found
         return None  # 小组的组员变了（重新导出了 Gradescope）：以前照样用缓存，退出小组的人还拿着小组的分
     if not _final(previous):
         return None  # 与别的提交同时评时超时、还没单独重评过（那次运行被中断了）：再评
-    if previous.get("status") in (st.CRASHED, st.GRADER_ERROR):
+    if previous.get("status") in st.NO_SCORE:
         return None  # 崩溃可能是评分环境的错（以前：环境修好之后照样用缓存里全班的“崩溃”）：再评
     if previous.get("file") != found.rel:
         return {**previous, "file": found.rel, "how": found.how}  # 这次的路径与认出的方式
@@ -1031,7 +1030,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         held_why |= _held_book_params(final.values(), meta.get("doubts", {}).get("book_params", []))
     held_why |= _held_broken(final.values())
     held_why = {sid: why for sid, why in held_why.items() if sid not in later}
-    withheld = _withheld(results, bool(newly))
+    withheld = _withheld(results, bool(newly), {f.sid: per_student.student_of(f) for f in found})
     ignored = [(i["file"], i["reason"]) for i in meta["ignored"]]
     try:
         evidence = None
@@ -1137,9 +1136,6 @@ def _held_unreadable(results) -> dict:
     }
 
 
-NO_SCORE = (st.GRADER_ERROR, st.CRASHED)  # 整份提交的这两种状态没有评出分数
-
-
 def _held_broken(results) -> dict:
     """计入成绩的那一份评分器出错（grader-error）或评分进程崩溃（crashed，没有给出报告）：0 分不是评出来的，成绩待核对、
     canvas.csv 里空着（以前记 0 分）。崩溃也这样算：评分器分不清是评分环境的问题，还是学生的代码结束了评分进程；
@@ -1152,16 +1148,17 @@ def _held_broken(results) -> dict:
     return {
         r.get("roster_id") or r["student"]: why[r["status"]]
         for r in results
-        if r.get("counted", True) and r.get("status") in NO_SCORE
+        if r.get("counted", True) and r.get("status") in st.NO_SCORE
     }
 
 
-def _withheld(results: dict[str, dict], graded_now: bool) -> str | None:
+def _withheld(results: dict[str, dict], graded_now: bool, student_of: dict | None = None) -> str | None:
     """不写能导入的成绩表（grades_wide.csv、canvas.csv）的原因：全部崩溃或超时、或一大半超时，多半是评分环境或时间上限的问题，
-    不是学生的问题（以前照样写 canvas.csv，全班 0 分）。只重评了缓存之外的几份时不算（缓存里好的结果也在 results 里）"""
+    不是学生的问题（以前照样写 canvas.csv，全班 0 分）。只重评了缓存之外的几份时不算（缓存里好的结果也在 results 里）。
+    student_of：每份结果属于哪个学生（``per_student.student_of``，没有列出的一份算一个人）"""
     if not graded_now or len(results) < 2:
         return None
-    broken = [s for s, r in results.items() if r.get("status") in (st.CRASHED, st.GRADER_ERROR, st.TIMEOUT)]
+    broken = [s for s, r in results.items() if r.get("status") in (*st.NO_SCORE, st.TIMEOUT)]
     if len(broken) == len(results):
         return (
             f"全部 {len(results)} 份都崩溃或超时了（例如 {results[broken[0]].get('message', '')[:120]}）：多半是评分环境"
@@ -1178,22 +1175,14 @@ def _withheld(results: dict[str, dict], graded_now: bool) -> str | None:
     # 按学生数：一个学生交几份都超时的笔记本（sleep、死循环）不能让全班的成绩表写不出来
     by_student: dict[str, list[dict]] = {}
     for sid, r in results.items():
-        by_student.setdefault(_student_key(sid, r), []).append(r)
-    timeouts = sorted(who for who, rs in by_student.items() if all(timed_out(r) for r in rs))
+        by_student.setdefault((student_of or {}).get(sid, sid), []).append(r)
+    timeouts = [who for who, rs in by_student.items() if all(timed_out(r) for r in rs)]
     if len(timeouts) >= 2 and len(timeouts) >= len(by_student) / 2:
         return (
             f"{len(by_student)} 名学生里有 {len(timeouts)} 名的提交全都超时：多半是 --wall 或 --cell-timeout 给得太小"
             "（或机器太忙），所以没有写 grades_wide.csv 和 canvas.csv；放宽上限后再运行会重评超时的提交"
         )
     return None
-
-
-def _student_key(sid: str, res: dict) -> str:
-    """结果属于哪个学生：花名册 id；没有花名册时是提交目录下的第一级文件夹（与 per_student.student_of 一致），散放的文件各算各的"""
-    if res.get("roster_id"):
-        return f"roster:{res['roster_id']}"
-    parts = [p for p in str(res.get("file", "")).split("/") if p]
-    return f"folder:{parts[0]}" if len(parts) > 1 else f"file:{sid}"
 
 
 def _held_book_params(results, book_files: list[str]) -> dict:
@@ -1326,13 +1315,19 @@ def _write_all_feedback(
     failed = failed if failed is not None else set()
     written: set[str] = set()
     for r in results:
-        try:
-            report.write_feedback(out, r)
-            written.add(r["student"])
-        except Exception as exc:  # noqa: BLE001  一份写不出来不影响别的
-            failed.add(r.get("student"))
-            print(f"评分器：写 {terminal(r.get('student'))} 的反馈失败：{terminal(exc)}", file=sys.stderr)
+        _feedback(out, r, written, failed)
     return written | _feedback_per_student(out, results, held, failed)
+
+
+def _feedback(out: Path, res: dict, written: set[str], failed: set[str]) -> None:
+    """写 ``feedback/<res["student"]>.md``：写出的名字加进 written，写不出来的加进 failed 并说明（一份写不出来不影响别的）"""
+    name = res.get("student")
+    try:
+        report.write_feedback(out, res)
+        written.add(name)
+    except Exception as exc:  # noqa: BLE001
+        failed.add(name)
+        print(f"评分器：写 {terminal(name)} 的反馈失败：{terminal(exc)}", file=sys.stderr)
 
 
 def _without_feedback(out: Path, results: list[dict]) -> list[str]:
@@ -1365,12 +1360,7 @@ def _feedback_per_student(
         notes = [note, *counted[0].get("notes", [])]
         if sid in held:
             notes.insert(0, "你名下内容不同的文件超过了上限，有的没有评：这次的成绩待老师核对后再定（不是最终成绩）")
-        try:
-            report.write_feedback(out, {**counted[0], "student": sid, "notes": notes})
-            written.add(sid)
-        except Exception as exc:  # noqa: BLE001
-            failed.add(sid)
-            print(f"评分器：写 {terminal(sid)} 的反馈失败：{terminal(exc)}", file=sys.stderr)
+        _feedback(out, {**counted[0], "student": sid, "notes": notes}, written, failed)
     # 小组提交里自己没有文件的组员：拿同一份成绩，也拿同一份反馈（以前他们没有反馈文件）
     for r in results:
         if not r.get("counted"):
@@ -1379,12 +1369,7 @@ def _feedback_per_student(
             if member in groups:
                 continue
             note = f"小组提交：按 {r.get('roster_id')} 交的笔记本评分，组员拿同一份成绩"
-            try:
-                report.write_feedback(out, {**r, "student": member, "notes": [note, *r.get("notes", [])]})
-                written.add(member)
-            except Exception as exc:  # noqa: BLE001
-                failed.add(member)
-                print(f"评分器：写 {terminal(member)} 的反馈失败：{terminal(exc)}", file=sys.stderr)
+            _feedback(out, {**r, "student": member, "notes": [note, *r.get("notes", [])]}, written, failed)
     return written
 
 

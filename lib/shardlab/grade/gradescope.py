@@ -370,7 +370,7 @@ def run(root: Path) -> dict:
         return _grader_error(root, f"评分器不能安全地运行你的笔记本（{exc}）")
     if uid is not None:
         reap_uid(uid)  # 评分器写结果之前，学生的进程一个不剩
-    if res.get("status") in (st.GRADER_ERROR, st.CRASHED):  # 没有评出分数：不记 0 分（与本机评分的“待核对”相同）
+    if res.get("status") in st.NO_SCORE:  # 没有评出分数：不记 0 分（与本机评分的“待核对”相同）
         return _grader_error(root, st.describe(res["status"], res.get("message", "")))
     return _report(root, res, chapter, weights, [f"学号 {sid}，第 {chapter} 章", group_note, file_note, issued_note,
                                                    f"隔离：{isolation}"])  # fmt: skip
@@ -385,12 +385,9 @@ def group_member(known: list[str], peek, key: personal.PersonalKey, assignment: 
             written = problems.written(assignment, peek.param_sources)
         except Exception:  # noqa: BLE001  不可信的输入
             written = None
-        for k in known:
-            issued = dict(key.params[k][assignment])
-            if key.authentic(k, assignment, issued, peek.tag) or (
-                written is not None and key.authentic(k, assignment, written, peek.tag)
-            ):
-                return k, f"小组提交（{size} 人）：笔记本的签名表明它是组员 {k} 的个人版，按 {k} 的个人版评分"
+        k = key.owner(known, assignment, peek.tag, written)
+        if k is not None:
+            return k, f"小组提交（{size} 人）：笔记本的签名表明它是组员 {k} 的个人版，按 {k} 的个人版评分"
     claimed = peek.student if peek is not None else None
     match = next((k for k in known if claimed and roster.normalize(claimed) == roster.normalize(k)), None)
     if match:

@@ -92,6 +92,17 @@ class PersonalKey(AnswerKey):
         """笔记本参数单元里的参数（一个不缺）是不是这个密钥发给学生 sid 的（shardlab-assign 写的签名对得上）"""
         return signed(self.public_keys.get(assignment), assignment, sid, written, tag)
 
+    def owner(self, candidates, assignment: str, tag, written: dict | None = None) -> str | None:
+        """candidates 里第一个签名对得上的学生：签的是发给他的参数，或（给了 written 时）笔记本里写的参数；都不是时为 None"""
+        for sid in candidates:
+            if not sid or sid not in self.params:
+                continue
+            if self.authentic(sid, assignment, dict(self.params[sid][assignment]), tag) or (
+                written is not None and self.authentic(sid, assignment, written, tag)
+            ):
+                return sid
+        return None
+
     def issue(self, sid: str, assignment: str, params: dict) -> None:
         """按学生笔记本里（签名对得上的）参数评分：花名册改过之后，推出的参数可能不是当初发给他的"""
         self.params[sid][assignment] = params

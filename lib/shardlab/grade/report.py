@@ -68,7 +68,7 @@ def feedback_markdown(res: dict) -> str:
     lines.append(f"- 文件：{md_code(res['file'])}")
     if res.get("chapter"):
         lines.append(f"- 第 {res['chapter']} 章练习")
-    if res["status"] in (st.CRASHED, st.GRADER_ERROR):  # 成绩表里是“待核对”：反馈不能写成 0 分
+    if res["status"] in st.NO_SCORE:  # 成绩表里是“待核对”：反馈不能写成 0 分
         lines.append(
             f"- 得分：**待核对**（评分进程没有给出完整的报告，这不是 0 分；满分 {_num(res['max_points'])}，由老师核对后再定）"
         )

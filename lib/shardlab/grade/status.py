@@ -33,6 +33,8 @@ INVALID_TEXT = "invalid-text"
 INVALID_NUMBER = "invalid-number"
 OTHER_CHAPTER = "other-chapter"
 GRADER_ERROR = "grader-error"
+# 整份提交没有评出分数的两种状态：成绩待核对、Gradescope 上不记分，也不用缓存（再运行一次会重评）
+NO_SCORE = (GRADER_ERROR, CRASHED)
 
 TEXT = {
     CORRECT: "正确",
