@@ -105,11 +105,6 @@ def download_sizes() -> dict[str, int]:
     return sizes | {CORE_ZIP: len(core_zip())}
 
 
-def download_bytes() -> int | None:
-    """点“启动”后浏览器要下载的字节数；没有 node_modules/pyodide 时为 None"""
-    return sum(download_sizes().values()) or None
-
-
 def shipped_sizes(dest: Path) -> dict[str, int]:
     """网站里 dest（_static/pyodide）中浏览器会下载的文件的字节数"""
     return {p.name: p.stat().st_size for p in dest.iterdir() if p.name in (*DOWNLOADED, CORE_ZIP)}
@@ -169,8 +164,9 @@ def copy_into(dest: Path) -> None:
         shutil.copy2(path, dest / path.name)
     (dest / "NOTICE").write_text(notice(), encoding="utf-8")
     (dest / CORE_ZIP).write_bytes(core_zip())
-    if shipped_sizes(dest) != download_sizes():  # 网页上写的下载量必须是网站里的这些文件
-        raise RuntimeError(f"网站里的运行时文件 {shipped_sizes(dest)} 与网页上写的下载量 {download_sizes()} 不符")
+    shipped, stated = shipped_sizes(dest), download_sizes()
+    if shipped != stated:  # 网页上写的下载量必须是网站里的这些文件
+        raise RuntimeError(f"网站里的运行时文件 {shipped} 与网页上写的下载量 {stated} 不符")
 
 
 # ---- 控件 ----

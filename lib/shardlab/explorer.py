@@ -142,11 +142,6 @@ def _regime_text(regime: str) -> str:
     return "延迟受限（latency-bound）" if regime == "latency-bound" else "带宽受限（bandwidth-bound）"
 
 
-def _flops_text(flops: float, unit: str | None = None) -> str:
-    """每设备的浮点运算次数；unit 是同一张表里共用的单位（shardlab.units.flop_unit），各行单位一致"""
-    return fmt_flops(flops, unit)
-
-
 def range_labels(name: str) -> list[str]:
     """探索器滑块每一格旁边显示的文字（构建时写进网页，启动前也能看到）：nbytes 按字节，B、D、F 是 2 的幂"""
     if name == "nbytes":
@@ -907,6 +902,7 @@ def _option(
     # 表、条形图与名次用的时间：有跨节点的步（且算得出跨节点模型）时按跨节点模型，否则就是规划器的时间
     t_comms = o.t_comms if math.isnan(t_cross) else o.t_comms + (t_cross - o.t_total)
     t_total = o.t_math + t_comms
+    flops_text = fmt_flops(o.flops_per_device, flop)
     bound = "compute-bound" if o.t_math > t_comms else "communication-bound"
     return {
         "label": label,
@@ -927,10 +923,10 @@ def _option(
             for s, (t_cross, _) in zip(o.steps, crosses)
         ],  # fmt: skip
         "warn_text": _warn_text(o, roles, crosses, spec),
-        "t_total_cross": _total_cross(o, crosses),
+        "t_total_cross": t_cross,
         "out": str(o.out),
         "flops_per_device": o.flops_per_device,
-        "flops_per_device_text": _flops_text(o.flops_per_device, flop),
+        "flops_per_device_text": flops_text,
         "t_math": o.t_math,
         "t_comms": t_comms,
         "t_total": t_total,
@@ -947,7 +943,7 @@ def _option(
                 f"{label}：T_math ≈ {fmt_time(o.t_math)}，T_comms ≈ {fmt_time(t_comms)}，"
                 f"总 ≈ {fmt_time(t_total)}（T_math + T_comms"
                 + ("，跨节点的步按跨节点模型" if t_total != o.t_total else "")
-                + f"），每设备 {_flops_text(o.flops_per_device, flop)}",
+                + f"），每设备 {flops_text}",
                 *(f"    {t}" for t in o.trace),
             ]
         ),
@@ -1025,7 +1021,8 @@ def sharding_state(
     options = [_option(o, roles, spec, mesh_d, flop) for o in plan.alternatives]
     alternatives = list(plan.alternatives)
     chosen = alternatives.index(plan.chosen)
-    if any(o["cross_node"] for o in options):  # 按跨节点模型改过的总时间重新排名，最快的排第一
+    crossing = any(o["cross_node"] for o in options)
+    if crossing:  # 按跨节点模型改过的总时间重新排名，最快的排第一
         order = sorted(range(len(options)), key=lambda i: (options[i]["t_total"], i))
         options, alternatives, chosen = [options[i] for i in order], [alternatives[i] for i in order], 0
     groups: dict[str, list[int]] = {}
@@ -1067,7 +1064,7 @@ def sharding_state(
         "topology_warning": topology[1],
         "rank_note": (
             f"名次是在全部 {len(options)} 种做法中按总时间的排名"
-            + ("（标 ⚠ 的做法按跨节点模型的总时间）" if any(o["cross_node"] for o in options) else "")
+            + ("（标 ⚠ 的做法按跨节点模型的总时间）" if crossing else "")
             + "；默认每种通信组合只列最快的一种（加上图中的线对应的做法），所以名次不一定连续。"
         ),
         "chart": {

@@ -70,11 +70,15 @@ def fmt_num(x: float, digits: int = 3) -> str:
 _FLOP_PREFIXES = (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3), ("FLOP", 1.0))
 
 
-def flop_unit(n: float) -> str:
-    """写 n 次浮点运算最合适的单位（SI 前缀）：2.1e10 → 'GFLOP'；同一处的几个数用同一个单位时传给 fmt_flops"""
+def _flop_count(n: float) -> float:
     if n < 0 or math.isnan(n):
         raise ValueError(f"浮点运算次数（FLOP）不能为负或 NaN：{n}")
-    return next((u for u, s in _FLOP_PREFIXES if n >= s), "FLOP")
+    return n
+
+
+def flop_unit(n: float) -> str:
+    """写 n 次浮点运算最合适的单位（SI 前缀）：2.1e10 → 'GFLOP'；同一处的几个数用同一个单位时传给 fmt_flops"""
+    return next((u for u, s in _FLOP_PREFIXES if _flop_count(n) >= s), "FLOP")
 
 
 def fmt_flops(n: float, unit: str | None = None, digits: int = 3) -> str:
@@ -83,6 +87,4 @@ def fmt_flops(n: float, unit: str | None = None, digits: int = 3) -> str:
     scale = dict(_FLOP_PREFIXES).get(unit)
     if scale is None:
         raise ValueError(f"未知的浮点运算单位 {unit!r}：可选 {', '.join(u for u, _ in _FLOP_PREFIXES)}")
-    if n < 0 or math.isnan(n):
-        raise ValueError(f"浮点运算次数（FLOP）不能为负或 NaN：{n}")
-    return f"{_sig(n / scale, digits)} {unit}"
+    return f"{_sig(_flop_count(n) / scale, digits)} {unit}"
