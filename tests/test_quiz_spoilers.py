@@ -20,6 +20,10 @@ CHAPTERS = ["book/ch05_collectives", "book/ch06_sharded_matmul"]
 HIDDEN_INPUT = {"remove-input", "remove-cell", "hide-input", "hide-cell"}
 HIDDEN_OUTPUT = {"remove-output", "remove-cell"}
 GLUE_REF = re.compile(r"\{glue:text\}`([^`]+)`")
+# 执行过的笔记本的 Markdown 单元里的一道小测验：(标题, 问题, 答案)
+QUIZ = re.compile(
+    r"```\{admonition\} 小测验：([^\n]*)\n(.*?)```\s*```\{admonition\} 答案\n:class: dropdown\n(.*?)```", re.S
+)
 
 
 def _blocks(text: str) -> list[tuple]:
@@ -127,6 +131,23 @@ def _text_of(out: dict) -> str:
     return ""
 
 
+def _shown_outputs(cell: dict) -> list[str]:
+    """代码单元显示出来的输出的文字（glue 的记录不算，remove-output 的不算）"""
+    if set(cell.get("metadata", {}).get("tags", [])) & HIDDEN_OUTPUT:
+        return []
+    return [_text_of(o) for o in cell.get("outputs", []) if "scrapbook" not in o.get("metadata", {})]
+
+
+def _countable(value: str) -> bool:
+    """值够具体，出现在别处才算泄露：至少 4 个字符、带数字（“2 µs”“16”太常见）"""
+    return len(value) >= 4 and bool(re.search(r"\d", value))
+
+
+def _appears(value: str, text: str) -> bool:
+    """按整个数出现（'3 µs' 不算在 '243 µs' 里）"""
+    return bool(re.search(rf"(?<![\d.,]){re.escape(value)}(?![\d])", text))
+
+
 def spoiled_in_executed(nb: dict, glue: dict[str, str]) -> list[str]:
     """问题之前，算出答案的单元（以及紧挨着问题的那个代码单元）显示出来的输出或展开的代码里出现答案的值
 
@@ -140,27 +161,16 @@ def spoiled_in_executed(nb: dict, glue: dict[str, str]) -> list[str]:
         source = "".join(cell.get("source", ""))
         if cell["cell_type"] == "code":
             tags = set(cell.get("metadata", {}).get("tags", []))
-            outs = (
-                []
-                if tags & HIDDEN_OUTPUT
-                else [_text_of(o) for o in cell.get("outputs", []) if "scrapbook" not in o.get("metadata", {})]
-            )
-            cells.append((_glued_here(source), "" if tags & HIDDEN_INPUT else source, outs))
+            cells.append((_glued_here(source), "" if tags & HIDDEN_INPUT else source, _shown_outputs(cell)))
             continue
-        for title, question, answer in re.findall(
-            r"```\{admonition\} 小测验：([^\n]*)\n(.*?)```\s*```\{admonition\} 答案\n:class: dropdown\n(.*?)```",
-            source,
-            re.S,
-        ):
+        for title, question, answer in QUIZ.findall(source):
             told = in_prose | {glue.get(k, "") for k in GLUE_REF.findall(question)}
             keys = set(GLUE_REF.findall(answer))
             near = [c for c in cells if c[0] & keys] + cells[-1:]
             seen = "\n".join(text for glued, code, outs in near for text in [code, *outs])
             for key in sorted(keys):
                 value = glue.get(key, "")
-                if len(value) < 4 or not re.search(r"\d", value) or value in told:
-                    continue
-                if re.search(rf"(?<![\d.,]){re.escape(value)}(?![\d])", seen):
+                if _countable(value) and value not in told and _appears(value, seen):
                     problems.append(f"小测验“{title}”：答案 {key} = {value!r} 在问题之前就显示了")
         in_prose |= {glue.get(k, "") for k in GLUE_REF.findall(source)}
     return problems
@@ -203,14 +213,8 @@ def _visible(cell: dict, glue: dict[str, str]) -> str:
     source = "".join(cell.get("source", ""))
     if cell["cell_type"] == "markdown":
         return GLUE_REF.sub(lambda m: glue.get(m.group(1), ""), source)
-    tags = set(cell.get("metadata", {}).get("tags", []))
-    code = "" if tags & HIDDEN_INPUT else source
-    outs = (
-        []
-        if tags & HIDDEN_OUTPUT
-        else [_text_of(o) for o in cell.get("outputs", []) if "scrapbook" not in o.get("metadata", {})]
-    )
-    return "\n".join([code, *outs])
+    code = "" if set(cell.get("metadata", {}).get("tags", [])) & HIDDEN_INPUT else source
+    return "\n".join([code, *_shown_outputs(cell)])
 
 
 # 答案里有意复述的、问题之前已经给出的量（小测验标题, glue 名字）：每条写明它为什么不是这道题要读者算的答案
@@ -231,9 +235,6 @@ TOLD = {
 
 def answered_earlier_in_section(nb: dict, glue: dict[str, str]) -> list[str]:
     """小测验答案独有的值（至少 4 个字符、带数字；问题里没有引用的 glue）在同一节问题之前看得见的文字里出现"""
-    quiz = re.compile(
-        r"```\{admonition\} 小测验：([^\n]*)\n(.*?)```\s*```\{admonition\} 答案\n:class: dropdown\n(.*?)```", re.S
-    )
     problems, section = [], ""
     for cell in nb["cells"]:
         if cell["cell_type"] != "markdown":
@@ -243,14 +244,12 @@ def answered_earlier_in_section(nb: dict, glue: dict[str, str]) -> list[str]:
         for part in re.split(r"(?m)^(?=##? )", "".join(cell.get("source", ""))):
             if re.match(r"##? ", part):
                 section = ""
-            for m in quiz.finditer(part):
+            for m in QUIZ.finditer(part):
                 seen = section + _visible({"cell_type": "markdown", "source": part[: m.start()]}, glue)
                 asked = set(GLUE_REF.findall(m.group(2)))
                 for key in sorted(set(GLUE_REF.findall(m.group(3))) - asked):
                     value = glue.get(key, "")
-                    if len(value) < 4 or not re.search(r"\d", value) or (m.group(1), key) in TOLD:
-                        continue
-                    if re.search(rf"(?<![\d.,]){re.escape(value)}(?![\d])", seen):
+                    if _countable(value) and (m.group(1), key) not in TOLD and _appears(value, seen):
                         problems.append(f"小测验“{m.group(1)}”：答案 {key} = {value!r} 在同一节问题之前已经看得见")
             section += "\n" + _visible({"cell_type": "markdown", "source": part}, glue)
     return problems
@@ -333,10 +332,7 @@ def answers_shown(nb: dict, glue: dict[str, str], secret: dict[str, str]) -> lis
                 break
             texts = [("正文", GLUE_REF.sub(lambda m: glue.get(m.group(1), ""), source))]
         elif cell["cell_type"] == "code":
-            if set(cell.get("metadata", {}).get("tags", [])) & HIDDEN_OUTPUT:
-                continue
-            outs = [o for o in cell.get("outputs", []) if "scrapbook" not in o.get("metadata", {})]
-            texts = [("输出", _text_of(o)) for o in outs]
+            texts = [("输出", text) for text in _shown_outputs(cell)]
         else:
             continue
         for where, text in texts:
@@ -392,7 +388,7 @@ def problem_setups(assignment: str) -> list[tuple[int, str, set[int]]]:
             lengths = {
                 int(n)
                 for s in subs
-                if s.problem == sub.problem and ("'X'" in s.published or re.fullmatch(r"\d+(x\d+)+", s.published))
+                if s.problem == sub.problem and ("'X'" in s.published or re.fullmatch(r"\d+([x×]\d+)+", s.published))
                 for n in re.findall(r"\d+", s.published)
             }
             setups.append((sub.problem, shape, lengths))
