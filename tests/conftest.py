@@ -30,10 +30,39 @@ IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 NBVAL_CACHE = "shardlab-nbval-cache"
 
 
+KERNEL_START_TRIES = 3
+
+
+def with_start_retry(start):
+    """包住 nbval 的 start_new_kernel：内核还没回 kernel_info 就退出时再试，最多 KERNEL_START_TRIES 次
+
+    这是启动本身的偶发故障，与笔记本无关：一次 CI 里 ch05 的内核起步即退出，它的 61 个单元全部报错，
+    其余笔记本都通过。每次重试都留下一条警告（pytest 的 warnings summary 里看得到），不会悄悄吞掉；
+    笔记本里的错误照常失败，因为重试只包住启动。
+    """
+    import warnings
+
+    def start_with_retry(*args, **kwargs):
+        for attempt in range(1, KERNEL_START_TRIES + 1):
+            try:
+                return start(*args, **kwargs)
+            except RuntimeError as err:
+                if attempt == KERNEL_START_TRIES:
+                    raise
+                warnings.warn(f"nbval 的内核第 {attempt} 次启动失败（{err}），重试", stacklevel=2)
+
+    start_with_retry.shardlab_retry = True
+    return start_with_retry
+
+
 def pytest_configure(config):
     """注册成全局插件：conftest 的钩子只管 tests/ 里的测试，而 nbval 的单元在 book/、solutions/、exercises/"""
     if not config.pluginmanager.has_plugin(NBVAL_CACHE):
         config.pluginmanager.register(notebook_cache.NbvalCache(), NBVAL_CACHE)
+    from nbval import kernel
+
+    if not getattr(kernel.start_new_kernel, "shardlab_retry", False):
+        kernel.start_new_kernel = with_start_retry(kernel.start_new_kernel)
 
 
 def pytest_report_header(config):
