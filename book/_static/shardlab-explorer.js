@@ -416,7 +416,7 @@ self.onmessage = async (event) => {
       const commsW = o.t_comms > 0 ? Math.max(MIN_BAR, px(o.t_total) - px(o.t_math)) : 0;
       svg.append(el("rect", { svg: 1, x: px(0), y, width: mathW, height: row - 10, fill: BAR_COLORS.math }));
       svg.append(el("rect", { svg: 1, x: px(0) + mathW, y, width: commsW, height: row - 10, fill: BAR_COLORS.comms }));
-      svg.append(el("text", { svg: 1, x: px(0) + mathW + commsW + 6, y: y + 16, class: i === state.chosen ? "chosen" : "" }, (o.warn_text ? "⚠" : "") + o.t_total_text));
+      svg.append(el("text", { svg: 1, x: px(0) + mathW + commsW + 6, y: y + 16, class: i === state.chosen ? "chosen" : "" }, (o.warn_text ? "⚠ " : "") + o.t_total_text));
     });
     return svg;
   }
@@ -442,7 +442,7 @@ self.onmessage = async (event) => {
     if (o.warn_text) label.append(el("span", { class: "warn" }, o.warn_text));
     // 偏乐观的时间（组跨节点而代价模型按连续放置算）前面标 ⚠，说明在做法一栏。
     // 总时间紧跟名次、在做法之前：手机上不用左右滑动就看得到最要紧的一栏
-    const mark = o.warn_text ? "⚠" : "";
+    const mark = o.warn_text ? "⚠ " : "";
     row.append(el("td", { class: "num" }, `#${i + 1}`), el("td", { class: "time total" }, mark + o.t_total_text), label);
     for (const text of [o.t_math_text, mark + o.t_comms_text]) row.append(el("td", { class: "time" }, text));
     return row;
