@@ -261,7 +261,11 @@ def test_a_wrong_key_is_noticed_before_anything_is_written(tmp_path, capsys):
             "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
     assert cli.main([*args, "--secret-file", str(wrong)]) == 2
     err = capsys.readouterr().err
-    assert "密钥不对？4 名学生自己的第 5 章笔记本里，有 4 名" in err  # 以前：rc 0，全班 4–11 分，诚实的被当成抄袭
+    assert "密钥不对：4 名学生" in err and "一份也验证不了" in err  # 以前：rc 0，全班 4–11 分，诚实的被当成抄袭
+    assert not (tmp_path / "out").exists()
+    # 签名证明密钥不对时，--trust-key 也不评（以前：照样按错的参数评分，导出全班的错分，退出码 0）
+    assert cli.main([*args, "--secret-file", str(wrong), "--trust-key"]) == 2
+    assert "--trust-key 也不能越过" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
@@ -528,8 +532,8 @@ def test_a_wrong_key_still_stops_and_a_huge_number_does_not_crash():
     drawn, tags = _issued(STUDENTS[:4])
     wrong = personal.PersonalKey.build(_published_key(), STUDENTS[:4], b"another secret of 32 bytes......", ("ch05",))
     found = [_found(s.id, f"{s.id}.ipynb", 5, drawn[s.id], tags[s.id]) for s in STUDENTS[:4]]
-    problem, _ = personal.reconcile(found, wrong, "ch05")
-    assert problem and problem.startswith("密钥不对？4 名学生")
+    with pytest.raises(personal.KeyDisproved, match="密钥不对：4 名学生"):
+        personal.reconcile(found, wrong, "ch05")
     huge = problems.written("ch05", ["# 题目参数\nB = 1" + "0" * 400])  # 以前：OverflowError 让整批评分退出
     assert isinstance(huge["B"], str) and problems.from_cells("ch05", ["# 题目参数\nB = 1" + "0" * 400])["B"] == 1024
 
@@ -929,7 +933,8 @@ def test_partial_parameter_cells_do_not_hide_a_wrong_key():
     for s in students:
         for tp in (2, 3, 4, 6, 8):
             found.append(_found(s.id, f"{s.id}_tp{tp}.ipynb", 5, {"TP": tp}))
-    assert personal.reconcile(found, wrong, "ch05")[0].startswith("密钥不对？")
+    with pytest.raises(personal.KeyDisproved, match="密钥不对：3 名学生"):
+        personal.reconcile(found, wrong, "ch05")
 
 
 def test_yaml_aliases_in_export_metadata_are_not_expanded(tmp_path):
@@ -1847,3 +1852,78 @@ def _class_run(tmp_path: Path, n: int):
     base = ["--out", str(out), "--course", str(ROOT), "--roster", str(roster_path), "--secret-file", str(secret),
             "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
     return roster_path, secret, own, out, base
+
+
+def _forged_book_notebook(secret: bytes, sid: str) -> dict:
+    """公开的练习（书上的参数），元数据里却带着用密钥为 sid 签的书上参数：拿到（猜出）密钥的人才写得出"""
+    nb = json.loads((ROOT / "exercises" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    book = problems.published("ch05")
+    nb["metadata"]["shardlab"] = {"assignment": "ch05", "kind": "exercises", "student": sid,
+                                  "tag": variants.sign(secret, "ch05", sid, book)}  # fmt: skip
+    return nb
+
+
+def test_a_signature_on_the_books_parameters_is_not_honoured(tmp_path):
+    """以前：猜出口令式密钥的学生给书上的参数签名、照抄公开的解答，按“花名册改过”的规则按书上的参数评分，满分且不用核对。
+    个人版从不发书上的参数：现在按推出的参数评分，提交算作公开的练习（待核对），并提醒教师换密钥"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    forged = _forged_book_notebook(secret.read_bytes(), "s001")
+    (own / "s001" / "ch05_exercises.ipynb").write_text(json.dumps(forged), encoding="utf-8")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    key = args.personal.key
+    assert key.params["s001"]["ch05"] != problems.published("ch05")  # 没有按签名改成书上的参数
+    assert any("s001" in n and "密钥可能泄露" in n for n in args.roster_notes)
+    assert found.book_params == ["s001/ch05_exercises.ipynb"]  # 算作交了公开的练习：待核对
+    # 签名对得上别的参数（花名册后来改过）照样按笔记本里的数评分：只拦书上的参数
+    drawn = variants.for_student(secret.read_bytes(), "ch05", "s001", 7)
+    assert drawn != key.params["s001"]["ch05"]
+    f = _found("s001", "s001.ipynb", 5, drawn, variants.sign(secret.read_bytes(), "ch05", "s001", drawn))
+    key2 = personal.PersonalKey.build(_published_key(), roster.read(roster_path), secret.read_bytes(), ("ch05",))
+    assert personal.reconcile([f], key2, "ch05")[0] is None and key2.params["s001"]["ch05"] == drawn
+
+
+def test_a_canvas_shaped_loose_file_signed_for_someone_else_holds_the_named_student(tmp_path):
+    """以前：自己收的目录里，一个起成 Canvas 格式的文件（用户号是 s002 的）装着发给 s000 的个人版，算到 s002 头上，
+    s002 没交别的时按他的参数评出 0 分、作为“已评分”导出。现在不评这份，s002 待核对，原因写明签名是谁的"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    roster_path.write_text(roster_path.read_text(encoding="utf-8").replace("id,name\n", "id,name,lms_id\n", 1)
+                           .replace("s000,学生0", "s000,学生0,11111").replace("s001,学生1", "s001,学生1,22222")
+                           .replace("s002,学生2", "s002,学生2,13579"), encoding="utf-8")  # fmt: skip
+    shutil.copy(own / "s000" / "ch05_exercises.ipynb", own / "s000_13579_99_ch05.ipynb")
+    shutil.rmtree(own / "s002")
+    # s001 自己的文件换成带时间戳的散放文件：像 Canvas 的名字，用户号却不在花名册里
+    shutil.move(own / "s001" / "ch05_exercises.ipynb", own / "s001_20260301_1200_ch05.ipynb")
+    (own / "s001").rmdir()
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    assert {f.roster_id for f in found.found} == {"s000"}
+    ignored = {i["file"]: i["reason"] for i in found.ignored}
+    assert "发给 s000 的个人版" in ignored["s000_13579_99_ch05.ipynb"]
+    assert "s002" in found.owned_ignored  # 他的成绩待核对，不是按别人的笔记本评出的 0 分
+    assert "请把它放进 s001/ 文件夹" in ignored["s001_20260301_1200_ch05.ipynb"]  # 以前只说“不是这个班的学生交的？”
+
+
+def test_a_readable_or_text_secret_is_warned_about(tmp_path, capsys):
+    text = tmp_path / "pass.key"
+    text.write_text("CS329-Spring-2026-secret\n", encoding="utf-8")
+    text.chmod(0o600)
+    assert variants.read_secret(text)  # 能用（不拦），但要警告
+    (warning,) = variants.secret_warnings(text)
+    assert "可读的文字" in warning
+    hexkey = tmp_path / "hex.key"
+    hexkey.write_text(os.urandom(16).hex(), encoding="utf-8")
+    hexkey.chmod(0o600)
+    assert variants.secret_warnings(hexkey) == []  # openssl rand -hex 16：随机的
+    made = variants.new_secret(tmp_path / "new.key")
+    assert variants.secret_warnings(made) == []
+    made.chmod(0o644)
+    (warning,) = variants.secret_warnings(made)
+    assert "权限（permissions）是 0644" in warning
+    roster_path = tmp_path / "roster.csv"
+    roster_path.write_text("id,name\ns1,甲\n", encoding="utf-8")
+    from shardlab.assign import cli as assign_cli
+
+    assert assign_cli.main([str(roster_path), "--secret-file", str(text), "--out", str(tmp_path / "pv")]) == 0
+    assert "警告：" in capsys.readouterr().err
+    # 参数顺序反了：密钥当成了花名册
+    assert assign_cli.main([str(made), "--secret-file", str(roster_path), "--out", str(tmp_path / "pv2")]) == 2
+    assert "参数顺序反了" in capsys.readouterr().err

@@ -182,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         students = roster.read(args.roster)
         secret = variants.read_secret(args.secret_file)
+        for warning in variants.secret_warnings(args.secret_file):
+            print(f"shardlab-assign：警告：{warning}", file=sys.stderr)
         assignments = tuple(args.assignment or problems.ASSIGNMENTS)
         written = assign(students, secret, args.out, args.course, assignments, args.solutions, args.force)
     except (roster.RosterError, AssignError, ValueError, OSError) as exc:

@@ -23,6 +23,9 @@ REQUIRED = ("id", "name")
 OPTIONAL = ("lms_id", "email")
 MAX_ID = 64  # 字节（UTF-8）
 MAX_NAME = 200  # 字符
+SECRET_FILE_BYTES = (
+    32  # shardlab-assign --new-secret 写的密钥长度（variants.SECRET_BYTES；这里不导入它，花名册不依赖签名库）
+)
 _SAFE_ID = re.compile(r"^[^\W_][\w.-]*$")
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
 
@@ -160,6 +163,11 @@ def read(path: str | Path) -> list[Student]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
+        if len(data) == SECRET_FILE_BYTES:  # shardlab-assign --new-secret 写的正是这么多个随机字节
+            raise RosterError(
+                f"花名册（roster）{path} 是 {SECRET_FILE_BYTES} 个不可读的字节，像是密钥文件（secret file）："
+                "参数顺序反了？花名册是第一个参数，密钥跟在 --secret-file 后面"
+            ) from None
         raise RosterError(
             f"花名册（roster）{path} 不是 UTF-8 编码（encoding）：在 Excel 里另存为 “CSV UTF-8”，或用 iconv 转换"
         ) from None

@@ -20,6 +20,7 @@ import hmac
 import json
 import os
 import random
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -229,6 +230,35 @@ def read_secret(path) -> bytes:
             "请用 shardlab-assign --new-secret 文件 生成一个随机的"
         )
     return data
+
+
+_HEX_KEY = re.compile(r"[0-9a-fA-F]{32,}")  # openssl rand -hex 16 及以上：可读，但是随机的
+
+
+def secret_warnings(path) -> list[str]:
+    """密钥文件能用、却不安全的地方（给教师的中文警告，不拦）：一段可读的文字（口令、句子，甚至花名册本身）
+    能被猜出来，猜到的学生就能给任意参数签名；同组或其他用户能读的文件，同一台机器上的学生能直接读到"""
+    path = Path(path)
+    out = []
+    try:
+        data, mode = path.read_bytes().strip(), path.stat().st_mode
+    except OSError:
+        return out
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and text.isprintable() and not _HEX_KEY.fullmatch(text):
+        out.append(
+            f"密钥文件（secret file）{path} 是一段可读的文字（口令、句子或表格？）：这样的密钥能被猜出来，"
+            "猜到的学生就能给任意参数签名。请用 shardlab-assign --new-secret 文件 生成随机密钥，再重新生成并分发个人版"
+        )
+    if mode & 0o077:
+        out.append(
+            f"密钥文件（secret file）{path} 的权限（permissions）是 {mode & 0o777:04o}，同组或其他用户能读到它："
+            f"请运行 chmod 600 {path}"
+        )
+    return out
 
 
 def new_secret(path) -> Path:

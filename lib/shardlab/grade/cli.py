@@ -224,7 +224,7 @@ def prepare(args) -> Ready:
     args.weight_map = outputs.read_weights(args.weights)
     if args.max_files < 1:
         raise UsageError(f"--max-files 要至少是 1（给的是 {args.max_files}）")
-    args.roster_notes = []
+    args.roster_notes = list(variants.secret_warnings(args.secret_file)) if args.personal else []
     orders = {
         ch: inject.exercise_order(course.exercise(ch), ch)
         for ch in sorted({a.chapter for a in answers.ANSWERS.values()})
@@ -260,9 +260,8 @@ def prepare(args) -> Ready:
             {
                 f.rel
                 for f in found.found
-                if f.written_params == book
-                and not f.own_signed
-                and not _signed_personal(f, args.personal.key, assignment)
+                # 带着对得上书上参数的签名的也算：个人版从不发书上的参数，这样的签名是拿到密钥的人自己签的（personal.reconcile）
+                if f.written_params == book and not _signed_personal(f, args.personal.key, assignment)
             }
         )
     over = per_student.limit(found, args.max_files, chapter)
@@ -516,6 +515,14 @@ def _identify(found: Scan, who: Personal, trust_key: bool = False, notes: list[s
         ident = identify.identify(parts, table, f.peek.student if f.peek else None, exports[root])
         if ident.sid is None:
             found.ignored.append({"file": f.rel, "reason": ident.reason})
+            continue
+        other = table.exact(f.peek.student) if f.own_signed else None
+        if other is not None and other != ident.sid and ident.how.startswith(identify.LMS_KINDS) and len(parts) == 1:
+            # 名字是 LMS 的格式（学生在自己收的目录里也能这样起名），签名却证明这是发给另一位同学的个人版：不算到名字上的学生头上
+            # （以前他没交别的时，就按他的参数评出一个 0 分，作为“已评分”导出）；他的成绩待核对
+            why = f"文件名按 {ident.how} 是 {ident.sid} 的，笔记本却是用这个密钥发给 {other} 的个人版（签名对得上）：没有评，请助教核对"
+            found.ignored.append({"file": f.rel, "reason": why})
+            found.owned_ignored.setdefault(ident.sid, f"{f.rel}（{why}）")
             continue
         f.roster_id, f.how, f.notes, f.members, f.strong = (
             ident.sid,

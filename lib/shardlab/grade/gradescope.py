@@ -611,6 +611,8 @@ def main(argv: list[str] | None = None) -> int:
     except (CourseError, AnswerKeyError, roster.RosterError, GradescopeError, ValueError, OSError) as exc:
         print(f"shardlab-grade gradescope：{exc}", file=sys.stderr)
         return 2
+    for warning in variants.secret_warnings(args.secret_file):
+        print(f"shardlab-grade gradescope：警告：{warning}", file=sys.stderr)
     print(
         f"Gradescope 自动评分器：{out}（第 {args.chapter} 章；上传到 Gradescope 作业的 Configure Autograder）。"
         f"上传之前可以先试：shardlab-grade gradescope-dry-run {out} 笔记本.ipynb --sid 学号"

@@ -37,6 +37,7 @@ from shardlab.exercise import roster
 SEP = r"[_\-\s.()\[\]]"
 EXPORT_HOW = "Gradescope 导出的提交者"
 BY_FOLDER = "文件夹名"  # 教师自己按学生分好的文件夹
+LMS_KINDS = ("Canvas", "Moodle")  # 由文件名的格式认出的 LMS（Identity.how 以它们开头）
 BY_EMBEDDED_ID = "笔记本里写的学生 id"  # 只凭它认出时，评分器还要核对签名（cli._drop_unsigned_claims）
 # Canvas 的姓名部分只有字母（小写、去掉了空格与标点），用户号与提交号是数字：s005_2024_1_x 不是 Canvas 的名字
 # Canvas：<姓名>[_LATE]_<用户号>_<提交号>_<原文件名>；姓名部分不一定只有字母（可能有数字、连字符），不能含下划线
@@ -189,6 +190,17 @@ def _from_export(folder: str, export: dict[str, list[dict]] | None, table: Roste
     return Lms(set(), "", "Gradescope 导出的提交者（学号、邮箱）不在花名册里")
 
 
+def _self_collected_hint(stem: str, table: Roster, embedded: str | None) -> str:
+    """LMS 格式的名字认不出时，文件名或笔记本里却有花名册里的 id：多半是自己收的文件碰巧像 LMS 的名字
+    （s003_20260301_1200_ch05 像 Canvas 的 <姓名>_<用户号>_<提交号>_…）。只是给教师的提示，仍然不评"""
+    named = {table.exact(stem)} - {None} or table.in_text(stem)
+    if len(named) != 1:
+        return ""
+    sid = next(iter(named))
+    also = "，笔记本里写的也是它" if embedded and table.exact(embedded) == sid else ""
+    return f"（文件名里有花名册里的 id {sid}{also}：如果这是自己收的文件，请把它放进 {sid}/ 文件夹再评）"
+
+
 def identify(
     rel_parts: tuple[str, ...], table: Roster, embedded: str | None, export: dict[str, list[dict]] | None
 ) -> Identity:
@@ -206,7 +218,7 @@ def identify(
     elif lms is not None:  # LMS 给的身份说了算：认不出就不评，不退回到学生自己起的文件名或笔记本里写的 id
         candidates, how = lms.candidates, lms.how
         if not candidates:
-            return Identity(None, reason=lms.reason)
+            return Identity(None, reason=lms.reason + _self_collected_hint(stem, table, embedded))
     elif folder is not None and table.in_text(folder):
         candidates, how = table.in_text(folder), "文件夹名里的 id"
     elif table.exact(stem):

@@ -24,6 +24,10 @@ KEY_MISMATCH_SHARE = 0.5  # 笔记本里的参数与推出的参数对不上的�
 MIN_CHECKED = 2
 
 
+class KeyDisproved(AnswerKeyError):
+    """签名证明密钥不对：不评分，--trust-key 也不行"""
+
+
 def hidden_seed(secret: bytes) -> int:
     """函数答案隐藏输入的种子：密钥的确定函数（63 位）"""
     return int.from_bytes(hmac.new(secret, b"shardlab-hidden-inputs/v1", hashlib.sha256).digest()[:8], "big") >> 1
@@ -167,7 +171,8 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
             f"而签名表明这些笔记本确实是用这个密钥为那些 id 生成的（例如 {examples}）。"
             "Excel 会去掉 id 开头的 0、把长数字写成科学记数法：请用生成个人版时的那份花名册。什么也没有写。"
         ), []
-    bad, reissued, proof = [], [], False
+    bad, reissued, proof, forged_book = [], [], False, []
+    book = variants.canonical(problems.published(assignment))
     for sid, files in own.items():
         derived = dict(key.params[sid][assignment])
         # 签名对得上推出的参数：密钥和花名册都对，这个学生只是改了参数单元；没有密钥伪造不出这样的签名
@@ -178,10 +183,17 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
         if any(set(f.written_params) >= set(derived) and not params_mismatch(assignment, derived, f.written_params)
                for f in files):  # fmt: skip
             continue
-        issued = next((f for f in files if key.authentic(sid, assignment, f.written_params, f.peek.tag)), None)
+        signed_files = [f for f in files if key.authentic(sid, assignment, f.written_params, f.peek.tag)]
+        # 书上的参数从来不会发给任何学生（个人版的答案都与书上的不同）：签名对得上书上的参数，只能是有人拿到了密钥
+        # （猜出来的口令？）自己签的，好照抄公开的解答。不按它评，按推出的参数评，并告诉教师
+        forged = [f for f in signed_files if variants.canonical(f.written_params) == book]
+        issued = next((f for f in signed_files if f not in forged), None)
         if issued is not None:
             key.issue(sid, assignment, dict(issued.written_params))
             reissued.append(sid)
+            proof = True
+        elif forged:  # 签名对得上：密钥是对的（另有说明）
+            forged_book.append(sid)
             proof = True
         elif not edited:
             bad.append((sid, files[0]))
@@ -191,6 +203,12 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
             f"{len(reissued)} 名学生（{'、'.join(reissued[:10])}{'…' if len(reissued) > 10 else ''}）笔记本里的参数与现在的花名册"
             "推出的不同，但签名对得上：这些数是用这个密钥为他们生成的，按笔记本里的数评分。多半是花名册在生成个人版之后改过"
             "（删了行、调换了顺序）；如果花名册没改过，请核对这几份提交"
+        )
+    if forged_book:
+        notes.append(
+            f"{len(forged_book)} 名学生（{'、'.join(forged_book[:10])}{'…' if len(forged_book) > 10 else ''}）的笔记本写着书上的参数，"
+            "签名却对得上：个人版从不发书上的参数，这样的签名只能用密钥签出来。密钥可能泄露了或被猜出来了（一段口令？），"
+            "这几份按花名册推出的参数评分；请核对这几份提交，并用 shardlab-assign --new-secret 换一个随机密钥"
         )
     # 只有一两份提交时也核对：带着签名却谁的签名都对不上，本身就是密钥不对的证据（学生要故意改签名才会这样）
     enough = len(own) >= MIN_CHECKED or any(f.peek.tag for _, f in bad)
@@ -208,6 +226,15 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
                 f"而且一份签名也没有（其中 {book} 份是书上的数：公开的 exercises/ 练习）。请确认发给学生的是 shardlab-assign 写出的个人版，"
                 f"或者密钥（--secret-file）与花名册（--roster）是生成个人版时的那一套（例如 {examples}）。什么也没有写。"
             ), notes
+        signed_students = [sid for sid, _ in bad if any(f.peek.tag for f in own[sid])]
+        if len(signed_students) >= MIN_CHECKED:
+            # 不止一名学生的个人版带着签名，这个密钥却一份也验证不了：密钥一定不对（用对的密钥，没改过的签名总能对上
+            # 发给他的参数）。--trust-key 也不能越过这一条：以前加了它，照样按错的参数评出整班的错分、导出 canvas.csv
+            raise KeyDisproved(
+                f"密钥不对：{len(signed_students)} 名学生（例如 {'、'.join(signed_students[:3])}）的个人版带着签名，"
+                f"这个密钥（--secret-file）一份也验证不了（例如 {examples}）。请用生成个人版（shardlab-assign）时的那个密钥；"
+                "签名就是证据，--trust-key 也不能越过这一条。什么也没有写。"
+            )
         return (
             f"密钥不对？{len(own)} 名学生自己的第 {chapter} 章笔记本里，有 {len(bad)} 名的题目参数既不是这个密钥和花名册推出的，"
             f"签名也对不上（例如 {examples}）。请确认 --secret-file 是生成个人版（shardlab-assign）时的那个密钥，"
