@@ -56,7 +56,7 @@ def make_class(work: Path, n: int, assignment: str, published: bool = True) -> t
     roster_path = work / "roster.csv"
     roster_path.write_text("id,name\n" + "".join(f"s{k:03d},学生{k}\n" for k in range(n)), encoding="utf-8")
     secret = work / "secret"
-    secret.write_bytes(os.urandom(32))
+    variants.new_secret(secret)  # 与教师指南一样：32 个随机字节，0600
     start = time.perf_counter()
     students = roster.read(roster_path)
     cli.assign(students, secret.read_bytes(), work / "assigned", ROOT, (assignment,))
