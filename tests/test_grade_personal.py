@@ -1920,10 +1920,10 @@ def test_a_readable_or_text_secret_is_warned_about(tmp_path, capsys):
     assert "权限（permissions）是 0644" in warning
     roster_path = tmp_path / "roster.csv"
     roster_path.write_text("id,name\ns1,甲\n", encoding="utf-8")
-    from shardlab.assign import cli as assign_cli
+    import shardlab.assign.cli
 
-    assert assign_cli.main([str(roster_path), "--secret-file", str(text), "--out", str(tmp_path / "pv")]) == 0
+    assert shardlab.assign.cli.main([str(roster_path), "--secret-file", str(text), "--out", str(tmp_path / "pv")]) == 0
     assert "警告：" in capsys.readouterr().err
     # 参数顺序反了：密钥当成了花名册
-    assert assign_cli.main([str(made), "--secret-file", str(roster_path), "--out", str(tmp_path / "pv2")]) == 2
+    assert shardlab.assign.cli.main([str(made), "--secret-file", str(roster_path), "--out", str(tmp_path / "pv2")]) == 2
     assert "参数顺序反了" in capsys.readouterr().err
