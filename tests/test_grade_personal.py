@@ -411,6 +411,10 @@ def test_class_with_own_answers_scores_full_and_copying_is_evidence_for_the_ta(t
     feedback_s002 = (out / "feedback" / "s002.md").read_text(encoding="utf-8")
     assert "抄" not in feedback_s002 and "s000" not in feedback_s002  # 不指控、不点名；只说交的不是发给他的个人版
     assert "发给另一位同学的个人版" in feedback_s002
+    # 整份是 s000 的个人版：与参数无关的答案是 s000 的，这个分数不导出（与散放的 LMS 文件名一样），成绩待核对
+    assert wide["s002"]["total"] == "" and "待核对" in wide["s002"]["status"]
+    canvas = list(csv.reader((out / "canvas.csv").open(encoding="utf-8-sig")))
+    assert next(r for r in canvas if "s002" in r)[-1] == ""
     flagged = assign_bench.flagged(out)
     assert [(r["student"], r["source"]) for r in flagged] == [("s002", "s000")]
     ta_md = (out / "ta" / "integrity.md").read_text(encoding="utf-8")
@@ -425,6 +429,7 @@ def test_class_with_own_answers_scores_full_and_copying_is_evidence_for_the_ta(t
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "notes.txt" in summary and "需要核对的提交" in summary
     assert "答案不同的几份文件（1 人）" in summary and "`s001`：2 份答案不同" in summary  # 取最高分：列给教师核对
+    assert "发给 s000 的个人版" in summary  # s002 待核对，原因写在 summary.md 里
     doc = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))
     assert doc["meta"]["seed"] == personal.hidden_seed(secret.read_bytes()) and doc["meta"]["personal_variants"]
     assign_bench.grade(pub, tmp_path / "out-pub", roster_path, secret, 5, 2)

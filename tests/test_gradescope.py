@@ -468,3 +468,15 @@ def test_a_gradescope_roster_that_lost_leading_zeros_still_matches():
     assert gradescope.on_roster([("101", "")], [{"id": "0101", "email": ""}]) == ["0101"]
     both = [{"id": "0101", "email": ""}, {"id": "00101", "email": ""}]
     assert gradescope.on_roster([("101", "")], both) == []  # 去掉 0 之后对上两个人：不猜
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SANDBOXED, reason="需要 root 与 bubblewrap")
+def test_a_classmates_signed_notebook_is_held_not_scored(built):
+    """以前：交了发给同学的个人版，按自己的参数评分，与参数无关的几道题拿到分数（那是同学的答案）。
+    现在与本机评分一样：不给分、待助教核对，学生看到的话不点名"""
+    _, zip_path, _, own, _ = built
+    res = _dry(zip_path, [own / "s001" / "ch05_exercises.ipynb"], "s000")
+    jsonschema.validate(res, RESULTS_SCHEMA)
+    assert "score" not in res and res["tests"] == [], res
+    assert "待助教核对" in res["output"] and "s001" not in res["output"]

@@ -1035,6 +1035,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         held_why |= _held_without_file(earlier, students, results, meta.get("doubts", {}))
         held_why |= _held_unreadable(final.values())
         held_why |= _held_book_params(final.values(), meta.get("doubts", {}).get("book_params", []))
+        held_why |= _held_signed_for_other(final.values())
     held_why |= _held_broken(final.values())
     held_why = {sid: why for sid, why in held_why.items() if sid not in later}
     withheld = _withheld(results, bool(newly), {f.sid: per_student.student_of(f) for f in found})
@@ -1201,6 +1202,16 @@ def _held_book_params(results, book_files: list[str]) -> dict:
         ]: "待核对：交的是网站上公开的练习（笔记本里是书上的参数），不是发给他的个人版；请他用自己的个人版重做"
         for r in results
         if r.get("counted") and r.get("roster_id") and r.get("file") in book_files
+    }
+
+
+def _held_signed_for_other(results) -> dict:
+    """计入成绩的那一份是用这个密钥发给另一位同学的个人版（签名对得上那位同学）：按他自己的参数评出的分数里，
+    与参数无关的答案是那位同学的。不导出这个分数（散放的 LMS 文件名也是这样处理的，见 _identify），成绩待核对"""
+    return {
+        r["roster_id"]: f"待核对：交的是发给 {r['signed_for']} 的个人版（签名对得上），不是他自己的；请助教核对"
+        for r in results
+        if r.get("counted") and r.get("roster_id") and r.get("signed_for")
     }
 
 

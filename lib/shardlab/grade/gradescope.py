@@ -235,6 +235,18 @@ def _grader_error(root: Path, message: str) -> dict:
     return res
 
 
+def _held(root: Path, staff_note: str) -> dict:
+    """提交要助教核对：不给分（results.json 里没有 score，与 _grader_error 相同），学生看到的话不点名、不指控"""
+    text = (
+        "这次没有给分，成绩待助教核对（held for review）：你交的笔记本是发给另一位同学的个人版，不是发给你的那一份。"
+        "请交发给你的个人版；如有疑问请联系助教（contact course staff）"
+    )
+    print(f"shardlab autograder: held for review: {staff_note}", flush=True)  # Autograder Output：只有教师看得到
+    res = {"output": text, "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+    _write(root, res)
+    return res
+
+
 def lock_down(root: Path) -> None:
     """只有 root 能读 grader/ 和提交信息；结果目录属于 root、别人写不进去（setup.sh 已经做过；每次再做一遍）"""
     private = root / "source" / PRIVATE
@@ -372,6 +384,8 @@ def run(root: Path) -> dict:
         reap_uid(uid)  # 评分器写结果之前，学生的进程一个不剩
     if res.get("status") in st.NO_SCORE:  # 没有评出分数：不记 0 分（与本机评分的“待核对”相同）
         return _grader_error(root, st.describe(res["status"], res.get("message", "")))
+    if res.get("signed_for"):  # 整份是发给另一位同学的个人版：与参数无关的答案是他的，不记分（与本机评分相同）
+        return _held(root, f"学号 {sid}：交的是发给 {res['signed_for']} 的个人版（签名对得上）")
     return _report(root, res, chapter, weights, [f"学号 {sid}，第 {chapter} 章", group_note, file_note, issued_note,
                                                    f"隔离：{isolation}"])  # fmt: skip
 
