@@ -159,7 +159,7 @@ def test_sharp_480_is_busbw_and_caption_label_is_flagged():
 
 
 def test_chapter_nits():
-    assert "流水线并行除外" in _between(CH05, "后面所有的并行策略", "不同组合")
+    assert "流水线并行用点对点" in _between(CH05, "后面的并行策略大多", "ppermute")
     assert "通常不能与计算重叠" not in CH05 and "难以与计算重叠" in CH05
     assert "Intel x86" in _between(CH05, "**P5：", "练习：") and "Intel x86" in _between(
         SOL05, "## 问题 5", "```{code-cell}"
@@ -210,7 +210,7 @@ def test_megatron_regather_points_to_the_megatron_section_by_label():
 
 def test_alltoall_ratio_compares_like_with_like():
     """5.3 节：AllGather 整块走、AllToAll 拆半相除得到的 1/4 是混合约定；同一约定下 N = 8 要大于 1/4"""
-    sec = _between(CH05, "AllToAll 比 AllGather 便宜得多。", "这个 1/4 是环和环面")
+    sec = _between(CH05, "AllToAll 比 AllGather 便宜得多。", "这个 1/4 是单个有回绕的轴")
     assert "表中的偶数 $N$ 恰好如此" not in sec and "负载再减一半" not in sec
     assert "混在一起" in sec and "split_opposite=True" in sec
     for key in ("mixed", "shrink-ag", "shrink-a2a"):
@@ -382,3 +382,10 @@ def test_reader_facing_notation_and_terms():
     caption = _between(CH05, ":name: fig-ch05-overlap", "```")
     assert "$D=8192$，" not in caption and "$D=32768$，" not in caption
     assert " “All” " not in CH05
+
+
+def test_cross_node_bottleneck_moves_only_from_five_nodes():
+    """以前：“一旦跨节点，瓶颈就从 NVLink 换成了节点出口”；按题目自己的式子 2–4 个节点时慢的仍是 NVLink"""
+    p5 = _between(SOL05, "## 问题 5", "## 问题 6")
+    assert "一旦跨节点，瓶颈就" not in p5 and "{glue:text}`ch05-sol-p5-m-cross`" in p5
+    assert "实测的 NCCL 通常介于两者之间" not in p5 and "{glue:text}`ch05-sol-p5-meas8`" in p5

@@ -132,7 +132,7 @@ def test_h100_threshold_gap_names_its_factors():
 
 def test_nvlink_domain_premise_and_small_fixes():
     section = CHAPTER.split("## 6.5", 1)[1].split("## 6.6", 1)[0]
-    assert "NVLink 域" in section and "8 卡节点里 $N$ 最多就是 8" in section
+    assert "NVLink 域就是一台 8 卡节点，$N$ 最多就是 8" in section
     assert "3.5 到 4 倍" not in section and "ch06-ffn-ratio-low" in section
     assert "右边的门槛" not in section and "v5e 取 $N \\times 16$ 的切片" not in CHAPTER
     s66 = CHAPTER.split("## 6.6", 1)[1]
@@ -297,3 +297,15 @@ def test_printed_outputs_have_no_space_after_chinese_punctuation():
                 continue
             assert not re.search(r"[：；，。]\"\s*,|,\s*\"[：；，。]", call), call
             assert "：      " not in call, call
+
+
+def test_tp_across_nodes_is_priced_by_the_cross_node_model():
+    """以前：“跨出节点带宽只有 NVLink 的 1/9，这就是 TP 留在节点内的原因”。8 块网卡用满时两台节点的 AllReduce
+    几乎不变，1/9 只属于整条环挤过一块网卡的情形；限制 TP 路数的是计算减半而通信不减"""
+    assert "这就是张量并行留在节点内的原因" not in CHAPTER and "跨出节点后带宽骤降（见" not in CHAPTER
+    quiz = CHAPTER.split("小测验：一层要通信多久", 1)[1].split("```{tip}", 1)[0]
+    for key in ("ch06-q8-x-pipe", "ch06-q8-x-rail", "ch06-q8-x-seq", "ch06-q8-x-flat"):
+        assert f"{{glue:text}}`{key}`" in quiz
+    assert "用一块网卡还是八块" in quiz
+    roofline = CHAPTER.split("## 6.5", 1)[1].split("## 6.6", 1)[0]
+    assert "{glue:text}`ch06-tp16-ar`" in roofline and "{glue:text}`ch06-tp16-fmin-all`" in roofline
