@@ -173,9 +173,14 @@ def test_several_files_of_one_student_are_all_graded_and_the_best_counts():
         {"student": "s2", "roster_id": "s2", "file": "s2.ipynb", "points": 1.0},
         {"student": "s3~a", "roster_id": "s3", "file": "a.ipynb", "points": 9.0, "identity_conflict": True},
         {"student": "s3~b", "roster_id": "s3", "file": "b.ipynb", "points": 2.0},
+        # 同学放进 s4 文件夹的、发给 s1 的个人版（元数据改成 s4）：同分、路径排在前面，以前计入它，s4 被标成待核对
+        {"student": "s4~a", "roster_id": "s4", "file": "s4/a.ipynb", "points": 17.0, "signed_for": "s1"},
+        {"student": "s4~b", "roster_id": "s4", "file": "s4/ch05.ipynb", "points": 17.0},
+        {"student": "s5", "roster_id": "s5", "file": "s5/x.ipynb", "points": 4.0, "signed_for": "s1"},
     ]
     cli.select_counted(res)
-    assert [r["counted"] for r in res] == [False, True, True, False, True]  # 以前：s1 的两份都不评
+    # 以前：s1 的两份都不评；s4 计入的是别人的个人版。只有一份时照样计入（再标待核对）
+    assert [r["counted"] for r in res] == [False, True, True, False, True, False, True, True]
 
 
 # ---- 每个学生的答案表；先认失误 ----

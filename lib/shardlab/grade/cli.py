@@ -878,7 +878,7 @@ def _main_locked(args, ready: Ready, out: Path, interrupts) -> int:
 
 SELECTION_RULE = (
     "同一个学生有几份提交时全部评分，取总分最高的一份计入成绩（同分取路径排在前面的）；"
-    "笔记本里写着另一个学生 id 的文件只在这个学生没有别的文件时才计入"
+    "笔记本里写着另一个学生 id 的文件、签名是发给另一位同学的个人版的文件，只在这个学生没有别的文件时才计入"
 )
 
 
@@ -892,7 +892,9 @@ def select_counted(results: list[dict]) -> None:
     for group in by.values():
         if len(group) < 2:
             continue
-        clean = [r for r in group if not r.get("identity_conflict")] or group
+        # 别人放进来的文件（写着别的 id，或签名是发给别人的个人版）不能挤掉他自己的文件：以前同分时按路径排序，
+        # 一份发给同学的个人版（元数据改成他的 id）就成了计入的那份，他的成绩被标成待核对
+        clean = [r for r in group if not r.get("identity_conflict") and not r.get("signed_for")] or group
         best = min(clean, key=lambda r: (-r.get("points", 0.0), r.get("file", "")))
         for r in group:
             r["counted"] = r is best

@@ -235,10 +235,13 @@ def _grader_error(root: Path, message: str) -> dict:
     return res
 
 
+HELD_MARK = "held for review"
+
+
 def _held(root: Path, staff_note: str) -> dict:
     """提交要助教核对：不给分（results.json 里没有 score，与 _grader_error 相同），学生看到的话不点名、不指控"""
     text = (
-        "这次没有给分，成绩待助教核对（held for review）：你交的笔记本是发给另一位同学的个人版，不是发给你的那一份。"
+        f"这次没有给分，成绩待助教核对（{HELD_MARK}）：你交的笔记本是发给另一位同学的个人版，不是发给你的那一份。"
         "请交发给你的个人版；如有疑问请联系助教（contact course staff）"
     )
     print(f"shardlab autograder: held for review: {staff_note}", flush=True)  # Autograder Output：只有教师看得到
@@ -576,14 +579,23 @@ def dry_run_main(argv: list[str]) -> int:
         print(f"shardlab-grade gradescope-dry-run：{exc}", file=sys.stderr)
         return 2
     warnings = signature_warnings(args.zip, args.notebooks, args.sid)
-    if "score" not in res:  # 评分器出错（学号不在花名册里、隔离不行……）：Gradescope 上没有分数
+    held = "score" not in res and HELD_MARK in res["output"]
+    if held:  # 交的是发给另一位同学的个人版：没有分数，待助教核对（不是评分器出错）
+        warnings.append(f"这份提交没有分数，待助教核对：{res['output']}")
+    elif "score" not in res:  # 评分器出错（学号不在花名册里、隔离不行……）：Gradescope 上没有分数
         warnings.append(f"评分器出错，这份提交没有分数（不是 0 分）：{res['output']}")
     elif all(t["output"] == res["output"] and not t["score"] for t in res["tests"]):  # 整份 0 分（没有笔记本）
         warnings.append(f"这份提交没有评分：{res['output']}")
     for warning in warnings:
         print(f"警告：{warning}", file=sys.stderr)
     total = sum(t["max_score"] for t in res["tests"])
-    score = f"{res['score']:g} / {total:g}" if "score" in res else "没有分数（评分器出错）"
+    score = (
+        f"{res['score']:g} / {total:g}"
+        if "score" in res
+        else "没有分数（待核对）"
+        if held
+        else "没有分数（评分器出错）"
+    )
     print(f"得分 {score}\n{res['output']}")
     for t in res["tests"]:
         print(
