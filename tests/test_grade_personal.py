@@ -177,10 +177,13 @@ def test_several_files_of_one_student_are_all_graded_and_the_best_counts():
         {"student": "s4~a", "roster_id": "s4", "file": "s4/a.ipynb", "points": 17.0, "signed_for": "s1"},
         {"student": "s4~b", "roster_id": "s4", "file": "s4/ch05.ipynb", "points": 17.0},
         {"student": "s5", "roster_id": "s5", "file": "s5/x.ipynb", "points": 4.0, "signed_for": "s1"},
+        # 删了签名的别人的笔记本（或公开的练习）放进 s6 的文件夹，分更高：他自己签名的那份照样计入
+        {"student": "s6~a", "roster_id": "s6", "file": "s6/0planted.ipynb", "points": 4.0, "own_version": False},
+        {"student": "s6~b", "roster_id": "s6", "file": "s6/ch05.ipynb", "points": 3.0, "own_version": True},
     ]
     cli.select_counted(res)
-    # 以前：s1 的两份都不评；s4 计入的是别人的个人版。只有一份时照样计入（再标待核对）
-    assert [r["counted"] for r in res] == [False, True, True, False, True, False, True, True]
+    # 以前：s1 的两份都不评；s4 计入的是别人的个人版；s6 计入的是别人放的文件。只有一份时照样计入（再标待核对）
+    assert [r["counted"] for r in res] == [False, True, True, False, True, False, True, True, False, True]
 
 
 # ---- 每个学生的答案表；先认失误 ----
@@ -1937,3 +1940,16 @@ def test_a_readable_or_text_secret_is_warned_about(tmp_path, capsys):
     # 参数顺序反了：密钥当成了花名册
     assert shardlab.assign.cli.main([str(made), "--secret-file", str(roster_path), "--out", str(tmp_path / "pv2")]) == 2
     assert "参数顺序反了" in capsys.readouterr().err
+
+
+def test_a_copy_signed_for_a_classmate_proves_the_key_in_a_late_batch(tmp_path):
+    """以前：只评迟交的一份，它是同学的个人版（元数据改成自己的 id）：签名对得上同学，却被当成“密钥不对？”，什么也没写"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    nb = json.loads((own / "s001" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    nb["metadata"]["shardlab"]["student"] = "s002"
+    late = tmp_path / "late"
+    (late / "s002").mkdir(parents=True)
+    (late / "s002" / "ch05_exercises.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    args, found = _prepare(tmp_path, late / "s002", "--chapter", "5", "--roster", str(roster_path),
+                           "--secret-file", str(secret))  # fmt: skip
+    assert [f.roster_id for f in found.found] == ["s002"]
