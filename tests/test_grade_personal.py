@@ -180,10 +180,27 @@ def test_several_files_of_one_student_are_all_graded_and_the_best_counts():
         # 删了签名的别人的笔记本（或公开的练习）放进 s6 的文件夹，分更高：他自己签名的那份照样计入
         {"student": "s6~a", "roster_id": "s6", "file": "s6/0planted.ipynb", "points": 4.0, "own_version": False},
         {"student": "s6~b", "roster_id": "s6", "file": "s6/ch05.ipynb", "points": 3.0, "own_version": True},
+        # 他丢了签名的满分终稿（参数是他的数）与一份空白的个人版：终稿计入
+        {
+            "student": "s7~a",
+            "roster_id": "s7",
+            "file": "s7/a_blank.ipynb",
+            "points": 0.0,
+            "own_version": True,
+            "own_params": True,
+        },
+        {
+            "student": "s7~b",
+            "roster_id": "s7",
+            "file": "s7/final.ipynb",
+            "points": 17.0,
+            "own_version": False,
+            "own_params": True,
+        },
     ]
     cli.select_counted(res)
     # 以前：s1 的两份都不评；s4 计入的是别人的个人版；s6 计入的是别人放的文件。只有一份时照样计入（再标待核对）
-    assert [r["counted"] for r in res] == [False, True, True, False, True, False, True, True, False, True]
+    assert [r["counted"] for r in res] == [False, True, True, False, True, False, True, True, False, True, False, True]
 
 
 # ---- 每个学生的答案表；先认失误 ----
@@ -1953,3 +1970,15 @@ def test_a_copy_signed_for_a_classmate_proves_the_key_in_a_late_batch(tmp_path):
     args, found = _prepare(tmp_path, late / "s002", "--chapter", "5", "--roster", str(roster_path),
                            "--secret-file", str(secret))  # fmt: skip
     assert [f.roster_id for f in found.found] == ["s002"]
+
+
+def test_one_old_notebook_that_verifies_does_not_prove_a_wrong_key():
+    """以前：用上学期的密钥评这学期的班，只要有一份旧个人版对得上，别的学生的签名全对不上也照样评，错分导出到 canvas.csv"""
+    old = b"o" * 32
+    key = personal.PersonalKey.build(_published_key(), STUDENTS[:4], old, ("ch05",))
+    drawn, tags = _issued(STUDENTS[:4])  # 这学期的密钥（SECRET）发的个人版
+    old_drawn = variants.for_class(old, "ch05", [STUDENTS[0].id])[STUDENTS[0].id]
+    found = [_found(STUDENTS[0].id, "a.ipynb", 5, old_drawn, variants.sign(old, "ch05", STUDENTS[0].id, old_drawn))]
+    found += [_found(s.id, f"{s.id}.ipynb", 5, drawn[s.id], tags[s.id]) for s in STUDENTS[1:4]]
+    with pytest.raises(personal.KeyDisproved):
+        personal.reconcile(found, key, "ch05")

@@ -879,7 +879,7 @@ def _main_locked(args, ready: Ready, out: Path, interrupts) -> int:
 SELECTION_RULE = (
     "同一个学生有几份提交时全部评分，取总分最高的一份计入成绩（同分取路径排在前面的）；"
     "笔记本里写着另一个学生 id 的文件、签名是发给另一位同学的个人版的文件，只在这个学生没有别的文件时才计入；"
-    "有带着他自己签名的文件（从发给他的个人版改出来的）时，只在这些文件里取"
+    "有带着他自己签名的文件（从发给他的个人版改出来的）时，参数单元不是他的数的文件不计入"
 )
 
 
@@ -896,9 +896,11 @@ def select_counted(results: list[dict]) -> None:
         # 别人放进来的文件（写着别的 id，或签名是发给别人的个人版）不能挤掉他自己的文件：以前同分时按路径排序，
         # 一份发给同学的个人版（元数据改成他的 id）就成了计入的那份，他的成绩被标成待核对
         clean = [r for r in group if not r.get("identity_conflict") and not r.get("signed_for")] or group
-        # 带着他自己签名的文件（发给他的个人版改出来的）优先：没有签名的文件（删了签名的别人的笔记本、公开的练习）
-        # 以前同分或分更高时会挤掉它，让他待核对或在 ta/ 里像抄了别人
-        clean = [r for r in clean if r.get("own_version")] or clean
+        # 有带着他自己签名的文件时，参数单元不是他的数的文件（删了签名的别人的笔记本、公开的练习）不算：以前同分或分更高时
+        # 会挤掉他自己的文件，让他待核对或在 ta/ 里像抄了别人。参数是他的数、只是没有签名的文件照样参加比分
+        # （以前只认带签名的，他丢了签名的满分终稿输给一份空白的个人版）
+        if any(r.get("own_version") for r in clean):
+            clean = [r for r in clean if r.get("own_version") or r.get("own_params")]
         best = min(clean, key=lambda r: (-r.get("points", 0.0), r.get("file", "")))
         for r in group:
             r["counted"] = r is best

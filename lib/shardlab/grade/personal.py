@@ -217,6 +217,15 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
             "签名却对得上：个人版从不发书上的参数，这样的签名只能用密钥签出来。密钥可能泄露了或被猜出来了（一段口令？），"
             "这几份按花名册推出的参数评分；请核对这几份提交，并用 shardlab-assign --new-secret 换一个随机密钥"
         )
+    # 一两份签名对得上不能盖过别的：用对的密钥，没改过的签名总能对上。带着签名却对不上的学生超过一半（至少 2 名）时，
+    # 多半是用了别的密钥（上学期的、另一个班的），对得上的那几份是用那个密钥发的旧个人版
+    signed_bad = [sid for sid, _ in bad if any(f.peek.tag for f in own[sid])]
+    if proof and len(signed_bad) >= MIN_CHECKED and len(signed_bad) > KEY_MISMATCH_SHARE * len(own):
+        raise KeyDisproved(
+            f"密钥不对：{len(own)} 名学生里有 {len(signed_bad)} 名（例如 {'、'.join(signed_bad[:3])}）的个人版带着签名，"
+            "这个密钥（--secret-file）验证不了；对得上的只有少数几份，多半是用这个密钥发过的旧个人版（上学期的、另一个班的）。"
+            "请用生成这次个人版（shardlab-assign）时的那个密钥；--trust-key 也不能越过这一条。什么也没有写。"
+        )
     # 只有一两份提交时也核对：带着签名却谁的签名都对不上，本身就是密钥不对的证据（学生要故意改签名才会这样）
     enough = len(own) >= MIN_CHECKED or any(f.peek.tag for _, f in bad)
     if not proof and enough and len(bad) > KEY_MISMATCH_SHARE * len(own):

@@ -25,7 +25,7 @@ from shardlab.grade.key import AnswerKey
 from shardlab.grade.sandbox import Interrupted, Sandbox
 from shardlab.untrusted import clean_tree
 
-RESULT_VERSION = 5
+RESULT_VERSION = 6
 _GRADER_DIR = Path(__file__).resolve().parent
 
 
@@ -178,6 +178,7 @@ def _param_note(raw: dict, chapter: int, res: dict, ctx: Context) -> None:
         or ctx.key.authentic(sid, assignment, written, peek.tag)
     )
     changed = sorted(name for name, value in written.items() if value != derived.get(name))
+    res["own_params"] = not changed  # 参数单元是他自己的数（没有签名也算）：选计入的文件时用（cli.select_counted）
     if not changed:
         return
     listed = "、".join(changed)
