@@ -39,9 +39,12 @@ def signed(public: bytes | None, assignment: str, sid: str, written: dict, tag) 
     return public is not None and set(written) == names and variants.verify(public, assignment, sid, written, tag)
 
 
-def _signed_for_other(key, assignment: str, sid: str, f) -> bool:
-    """文件的签名对得上花名册里另一位同学的参数（他交的是那位同学的个人版）"""
-    return any(other != sid and key.authentic(other, assignment, f.written_params, f.peek.tag) for other in key.params)
+def signed_for(key, assignment: str, written: dict, tag: str, sid: str) -> str | None:
+    """签名对得上的是花名册里哪位别的同学（笔记本是发给他的个人版）；没有时为 None"""
+    for other in getattr(key, "params", {}):
+        if other != sid and key.authentic(other, assignment, written, tag):
+            return other
+    return None
 
 
 @dataclass(frozen=True)
@@ -200,7 +203,7 @@ def reconcile(found: list, key: PersonalKey, assignment: str) -> tuple[str | Non
         elif forged:  # 签名对得上：密钥是对的（另有说明）
             forged_book.append(sid)
             proof = True
-        elif any(f.peek.tag and _signed_for_other(key, assignment, sid, f) for f in files):
+        elif any(f.peek.tag and signed_for(key, assignment, f.written_params, f.peek.tag, sid) for f in files):
             proof = True  # 签名对得上另一位同学：密钥是对的，这份是别人的个人版（评分时待核对，另有说明）
         elif not edited:
             bad.append((sid, files[0]))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import shardlab
 from shardlab.exercise import answers, problems
-from shardlab.grade import inject, judge
+from shardlab.grade import inject, judge, personal
 from shardlab.grade import status as st
 from shardlab.grade.folder import Found, Unreadable, read_submission
 from shardlab.grade.junit import ReportError, parse_junit
@@ -154,14 +154,6 @@ def _grade(data: bytes, res: dict, ctx: Context) -> None:
     _param_note(raw, prep.chapter, res, ctx)
 
 
-def _signed_for(key, assignment: str, written: dict, tag: str, sid: str) -> str | None:
-    """签名对得上的是哪位别的同学（笔记本是发给他的个人版）；没有时为 None"""
-    for other in getattr(key, "params", {}):
-        if other != sid and key.authentic(other, assignment, written, tag):
-            return other
-    return None
-
-
 def _param_note(raw: dict, chapter: int, res: dict, ctx: Context) -> None:
     """参数单元里的数与为这个学生生成的不同（改过参数单元，或拿了别人的笔记本）：照样按生成的数评分，告诉学生和助教"""
     params = getattr(ctx.key, "params", {}).get(res.get("roster_id") or "")
@@ -185,7 +177,7 @@ def _param_note(raw: dict, chapter: int, res: dict, ctx: Context) -> None:
     if peek.tag and ctx.key.authentic(sid, assignment, dict(derived), peek.tag):
         note = f"参数单元里的 {listed} 被改过（与发给你的数不同）：评分按发给你的数判定，不按改过的数"
         ta = f"参数单元里的 {listed} 被学生改过（签名对得上发给他的数）：按发给他的数评分"
-    elif peek.tag and (owner := _signed_for(ctx.key, assignment, written, peek.tag, sid)):
+    elif peek.tag and (owner := personal.signed_for(ctx.key, assignment, written, peek.tag, sid)):
         note = f"你交的笔记本是发给另一位同学的个人版（参数 {listed} 不是你的）：按你自己的数判定，成绩待助教核对"
         ta = f"交的是发给 {owner} 的个人版（签名对得上 {owner}）：按 {sid} 自己的数评分，成绩待核对"
         res["signed_for"] = owner  # 整份是别人的个人版：成绩待核对，不导出（cli._held_signed_for_other）
