@@ -112,7 +112,7 @@ DEFINITIONS = {
         Definition("PartitionSpec", CH06, "在-jax-里写分片partitionspec-与-namedsharding", ("NamedSharding",)),
         Definition("收缩维", CH06, "sec-ch06-cases", ("contracting dimension",)),
         Definition("roofline", CH06, "sec-ch06-roofline"),
-        Definition("临界算术强度", CH06, "sec-ch06-roofline", ("临界强度", "critical intensity")),
+        Definition("通信临界强度", CH06, "sec-ch06-roofline", ("临界算术强度", "临界强度", "critical intensity")),
         Definition("集合矩阵乘法", CH06, "sec-ch06-collective-matmul", ("collective matmul",)),
         Definition("Megatron", CH06, "sec-ch06-megatron"),
     )
