@@ -257,6 +257,22 @@ def test_a_group_notebook_is_graded_as_the_member_whose_signature_it_carries(tmp
     assert gradescope.group_member(["s002", "s001"], unsigned, key, "ch05", 2)[0] == "s001"
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not SANDBOXED, reason="需要 root 与 bubblewrap（.ci/run 会安装）")
+def test_groups_hold_zip_gives_a_group_submission_no_score(built, tmp_path):
+    """--groups hold：小组提交一律不给分、待核对（以前：全组拿签名所属组员的分，拿了同学的笔记本、把他加进小组就行）"""
+    work, _, secret, own, _ = built
+    zip_path = tmp_path / "hold.zip"
+    rc = gradescope.main(["--secret-file", str(secret), "--out", str(zip_path), "--chapter", "5", "--groups", "hold",
+                          "--roster", str(work / "roster.csv"), "--course", str(ROOT)])  # fmt: skip
+    assert rc == 0
+    res = _dry(zip_path, [own / "s002" / "ch05_exercises.ipynb"], "s001", "s002")
+    assert "score" not in res and gradescope.HELD_MARK in res["output"] and not res["tests"]
+    assert "s002" not in res["output"] and "s001" not in res["output"]  # 学生看到的话不点名
+    with pytest.raises(gradescope.GradescopeError, match="--groups"):
+        gradescope.build_zip(None, secret, tmp_path / "x.zip", work / "roster.csv", 5, groups="maybe")
+
+
 def test_dry_run_refuses_two_notebooks_with_one_name(tmp_path):
     a, b = tmp_path / "a" / "x.ipynb", tmp_path / "b" / "x.ipynb"
     for nb in (a, b):
@@ -288,6 +304,11 @@ def test_run_autograder_grades_the_students_variant_with_weights(built):
 
     group = _dry(zip_path, [own / "s002" / "ch05_exercises.ipynb"], "s001", "s002")  # 小组：笔记本是 s002 的
     assert group["score"] == N5 + 2 and "组员 s002" in group["output"]  # 以前：按 users[0] 评，几乎全错
+    # 小组是提交者自己填的：给教师一项学生看不到的核对说明，点出 s001 自己的个人版没有评（以前什么也没有）
+    staff = [t for t in group["tests"] if t.get("visibility") == "hidden"]
+    assert len(staff) == 1 and staff[0]["max_score"] == 0 and "其余组员（s001）" in staff[0]["output"]
+    assert sum(t["max_score"] for t in group["tests"]) == N5 + 2
+    assert "其余组员" not in group["output"]
     relabelled = json.loads((own / "s002" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
     relabelled["metadata"]["shardlab"]["student"] = "s001"  # 元数据里的 id 是没有验证的说法，签名才说明是谁的
     (tmp := own.parent / "relabelled").mkdir(exist_ok=True)

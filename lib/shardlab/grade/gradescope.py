@@ -24,6 +24,8 @@
 
 **小组提交。** ``users`` 里有几个人时，按笔记本的签名是哪位组员的个人版就按谁的评分；没有一位组员的签名对得上时，
 按笔记本里写的学生 id 是哪位组员；都没有时按第一位在花名册里的组员评分，并说明（``group_member``）。
+小组是提交者自己填的，所以结果里另有一项只有教师看得到的核对说明（``group_review_note``）；
+生成 zip 时给 ``--groups hold``，小组提交一律不给分、待助教核对。
 
 目录约定（``$AUTOGRADER_ROOT``，默认 ``/autograder``）：``source/`` 是 zip 的内容，``submission/`` 是学生上传的文件，
 ``submission_metadata.json`` 是提交信息（学号取 ``users[i].sid``，没有时取 ``email``），结果写到 ``results/results.json``。
@@ -58,6 +60,7 @@ from shardlab.untrusted import terminal
 STUDENT_USER = "shardlab-student"
 PRIVATE = "grader"  # zip 里只有 root 能读的目录
 CHAPTERS = (5, 6)
+GROUPS = ("shared", "hold")  # 小组提交：全组拿签名所属组员的分（教师在结果里看到一项核对说明）/ 一律不给分、待核对
 ZIP_MODE = 0o600  # zip 里有全班的参数
 SANDBOX_ENV = "SHARDLAB_GRADESCOPE_SANDBOX"  # 只在本机试运行时用：强制某种隔离（容器里没有人会设它）
 
@@ -105,9 +108,17 @@ class IsolationError(RuntimeError):
 
 # ---- 生成 zip（教师的机器上） ----
 def build_zip(
-    course: Course, secret_file: Path, out: Path, roster_file: Path, chapter: int, weights_file: Path | None = None
+    course: Course,
+    secret_file: Path,
+    out: Path,
+    roster_file: Path,
+    chapter: int,
+    weights_file: Path | None = None,
+    groups: str = "shared",
 ) -> Path:
     """写出 autograder.zip（0600）：脚本、课程库、依赖、练习笔记本、发布版答案表、算好的参数与种子；没有密钥"""
+    if groups not in GROUPS:
+        raise GradescopeError(f"--groups 必须是 {'、'.join(GROUPS)} 之一，收到 {groups!r}")
     if chapter not in CHAPTERS:
         raise GradescopeError(f"--chapter 必须是 {'、'.join(map(str, CHAPTERS))} 之一：一个 Gradescope 作业只评一章")
     secret = variants.read_secret(secret_file)
@@ -127,6 +138,7 @@ def build_zip(
         "seed": personal.hidden_seed(secret),
         "weights": weights,
         "student_user": STUDENT_USER,
+        "groups": groups,
     }
     people = [{"id": s.id, "email": s.email} for s in students]  # 只有学号和邮箱：姓名、LMS 用户号容器里用不到
     files: dict[str, bytes] = {
@@ -236,14 +248,16 @@ def _grader_error(root: Path, message: str) -> dict:
 
 
 HELD_MARK = "held for review"
+STAFF_TEST = "助教核对（staff only）"
 
 
-def _held(root: Path, staff_note: str) -> dict:
+HELD_OTHER = "你交的笔记本是发给另一位同学的个人版，不是发给你的那一份。请交发给你的个人版"
+HELD_GROUP = "这个作业的个人版是每人一份，教师设定小组提交要先核对（按哪位组员的个人版评、其余组员算不算交了）"
+
+
+def _held(root: Path, staff_note: str, why: str = HELD_OTHER) -> dict:
     """提交要助教核对：不给分（results.json 里没有 score，与 _grader_error 相同），学生看到的话不点名、不指控"""
-    text = (
-        f"这次没有给分，成绩待助教核对（{HELD_MARK}）：你交的笔记本是发给另一位同学的个人版，不是发给你的那一份。"
-        "请交发给你的个人版；如有疑问请联系助教（contact course staff）"
-    )
+    text = f"这次没有给分，成绩待助教核对（{HELD_MARK}）：{why}；如有疑问请联系助教（contact course staff）"
     print(f"shardlab autograder: held for review: {staff_note}", flush=True)  # Autograder Output：只有教师看得到
     res = {"output": text, "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
     _write(root, res)
@@ -367,9 +381,12 @@ def run(root: Path) -> dict:
     key = personal.PersonalKey.build(
         base, students, None, (assignment,), variants_doc, int(config["seed"]), public_keys
     )
-    sid, group_note = known[0], ""
+    sid, group_note, group_staff = known[0], "", ""
     if len(group) > 1:
         sid, group_note = group_member(known, peek, key, assignment, len(group))
+        group_staff = group_review_note(sid, known, len(group))
+        if config.get("groups") == "hold":
+            return _held(root, group_staff, HELD_GROUP)
     mode, uid, isolation = choose_isolation(config)
     if mode is None:
         return _grader_error(root, f"评分器不能安全地运行你的笔记本（{isolation}）")
@@ -390,7 +407,7 @@ def run(root: Path) -> dict:
     if res.get("signed_for"):  # 整份是发给另一位同学的个人版：与参数无关的答案是他的，不记分（与本机评分相同）
         return _held(root, f"学号 {sid}：交的是发给 {res['signed_for']} 的个人版（签名对得上）")
     return _report(root, res, chapter, weights, [f"学号 {sid}，第 {chapter} 章", group_note, file_note, issued_note,
-                                                   f"隔离：{isolation}"])  # fmt: skip
+                                                   f"隔离：{isolation}"], group_staff)  # fmt: skip
 
 
 def group_member(known: list[str], peek, key: personal.PersonalKey, assignment: str, size: int) -> tuple[str, str]:
@@ -412,6 +429,22 @@ def group_member(known: list[str], peek, key: personal.PersonalKey, assignment: 
     return known[0], f"小组提交（{size} 人）：笔记本里没有写组员的 id，按第一位组员 {known[0]} 的个人版评分"
 
 
+def group_review_note(sid: str, known: list[str], size: int) -> str:
+    """给教师的小组说明（results.json 里一项 hidden 的测试，学生看不到）：全组拿谁的个人版的分，其余组员的个人版没交
+
+    Gradescope 上小组是提交者自己填的：拿一位同学的个人版、把他加进小组，全组（包括提交者）就拿这份分数。
+    签名只能说明笔记本是谁的个人版，说明不了组员真的一起做了；要助教看一眼"""
+    others = [k for k in known if k != sid]
+    off = size - len(known)
+    rest = "、".join(others) if others else "没有"
+    tail = f"；另有 {off} 位组员不在花名册上" if off else ""
+    return (
+        f"小组提交（{size} 人）：按组员 {sid} 的个人版评分，全组拿这份成绩；其余组员（{rest}）自己的个人版没有评{tail}。"
+        "小组是提交者在 Gradescope 上自己填的：请确认这几位确实一起做了这份作业；"
+        "想让小组提交一律先核对，用 shardlab-grade gradescope --groups hold 重新生成 zip"
+    )
+
+
 def _grade(root, path, sid, chapter, key: AnswerKey, seed: int, weights, mode, uid, source: Path) -> dict:
     inputs = judge.hidden_inputs(seed)
     orders = {chapter: inject.exercise_order(source / "exercises" / f"ch{chapter:02d}_exercises.ipynb", chapter)}
@@ -431,7 +464,7 @@ def _grade(root, path, sid, chapter, key: AnswerKey, seed: int, weights, mode, u
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def _report(root: Path, res: dict, chapter: int, weights: dict, notes: list[str]) -> dict:
+def _report(root: Path, res: dict, chapter: int, weights: dict, notes: list[str], staff: str = "") -> dict:
     tests = []
     for prob in res["problems"]:
         spec = answers.ANSWERS.get(prob["id"])
@@ -452,6 +485,10 @@ def _report(root: Path, res: dict, chapter: int, weights: dict, notes: list[str]
     for err in res.get("errors", [])[:5]:
         where = f"第 {err['cell']} 个代码单元" if err.get("cell") else "评分单元"
         lines.append(f"{where}出错：{err.get('summary')}")
+    if staff:  # 只给教师看的一项（Gradescope 的 hidden：学生永远看不到），0 分、满分 0，不影响总分
+        print(f"shardlab autograder: {staff}", flush=True)
+        tests.append({"name": STAFF_TEST, "score": 0.0, "max_score": 0.0, "status": "passed", "output": staff,
+                      "visibility": "hidden"})  # fmt: skip
     out = _results(res["points"], "\n".join(lines), tests)
     _write(root, out)
     return out
@@ -598,6 +635,9 @@ def dry_run_main(argv: list[str]) -> int:
     )
     print(f"得分 {score}\n{res['output']}")
     for t in res["tests"]:
+        if t.get("visibility") == "hidden":  # 只给教师看的核对说明：学生在 Gradescope 上看不到
+            print(f"（只有教师看得到）{t['name']}：{t['output']}")
+            continue
         print(
             f"{'✓' if t['status'] == 'passed' else '✗'} {t['name']}：{t['score']:g}/{t['max_score']:g}  {t['output']}"
         )
@@ -624,6 +664,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True, help="输出的 zip，例如 autograder.zip（0600）")
     p.add_argument("--weights", type=Path, help="每道题的权重：CSV problem,weight（与 shardlab-grade 的同一个）")
     p.add_argument("--course", type=Path, help="课程目录（默认：从当前目录向上找）")
+    p.add_argument(
+        "--groups",
+        choices=GROUPS,
+        default="shared",
+        help="小组提交：shared（默认）全组拿按签名所属组员的个人版评出的分，结果里有一项只有教师看得到的核对说明；"
+        "hold 一律不给分、待助教核对",
+    )
     args = p.parse_args(argv)
     if args.out.is_dir():
         print(
@@ -633,7 +680,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         course = Course.from_option(args.course)
-        out = build_zip(course, args.secret_file, args.out, args.roster, args.chapter, args.weights)
+        out = build_zip(course, args.secret_file, args.out, args.roster, args.chapter, args.weights, args.groups)
     except (CourseError, AnswerKeyError, roster.RosterError, GradescopeError, ValueError, OSError) as exc:
         print(f"shardlab-grade gradescope：{exc}", file=sys.stderr)
         return 2
