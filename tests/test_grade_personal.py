@@ -307,13 +307,22 @@ def test_a_wrong_key_on_a_single_file_says_the_key_does_not_match(tmp_path, caps
     assert not (tmp_path / "out").exists()
 
 
-def test_mixed_chapters_are_refused_in_roster_mode_too(tmp_path, capsys):
-    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
+def test_without_chapter_a_clear_majority_chapter_is_graded_and_a_split_class_is_refused(tmp_path, capsys):
+    """没给 --chapter：一份放错或别人放进来的第 6 章笔记本不让全班停下（以前：什么也不评，要求 --chapter）；
+    两章的学生差不多时照样要求 --chapter（以前在花名册模式下两份都不评，rc 0，“平均分 0.00”）"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 5, "ch05", published=False)
     shutil.copy(ROOT / "exercises" / "ch06_exercises.ipynb", own / "s000" / "ch06_exercises.ipynb")
+    args, found = _prepare(tmp_path, own, "--roster", str(roster_path), "--secret-file", str(secret))
+    assert cli.prepare(args).chapter == 5
+    assert any("没有给 --chapter：5 名学生交的是第 5 章" in n and "s000/ch06_exercises.ipynb" in n
+               for n in args.roster_notes)  # fmt: skip
+    for k in (1, 2):  # 两名学生改交第 6 章：5 名里 3 对 2，不是明显的多数
+        (own / f"s00{k}" / "ch05_exercises.ipynb").unlink()
+        shutil.copy(ROOT / "exercises" / "ch06_exercises.ipynb", own / f"s00{k}" / "ch06_exercises.ipynb")
     args = [str(own), "--out", str(tmp_path / "out"), "--course", str(ROOT), "--roster", str(roster_path),
             "--secret-file", str(secret), "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
     assert cli.main(args) == 2
-    assert "不止一章" in capsys.readouterr().err  # 以前：两份都不评，rc 0，“平均分 0.00”
+    assert "不止一章" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
 # ---- 汇总 ----
@@ -436,6 +445,12 @@ def test_class_with_own_answers_scores_full_and_copying_is_evidence_for_the_ta(t
     feedback_s002 = (out / "feedback" / "s002.md").read_text(encoding="utf-8")
     assert "抄" not in feedback_s002 and "s000" not in feedback_s002  # 不指控、不点名；只说交的不是发给他的个人版
     assert "发给另一位同学的个人版" in feedback_s002
+    assert "待老师核对" in feedback_s002  # 以前：反馈里是一个看起来已定的分数
+    totals = {r["roster_id"]: r for r in csv.DictReader((out / "totals.csv").open(encoding="utf-8-sig"))}
+    assert "发给 s000 的个人版" in totals["s002"]["review"] and totals["s000"]["review"] == ""  # 以前没有这一列
+    assert {r["review"] for r in rows if r["roster_id"] == "s002"} == {totals["s002"]["review"]}
+    book = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))["summary"]
+    assert [r["review"] for r in book if r["roster_id"] == "s002"] == [totals["s002"]["review"]]
     # 整份是 s000 的个人版：与参数无关的答案是 s000 的，这个分数不导出（与散放的 LMS 文件名一样），成绩待核对
     assert wide["s002"]["total"] == "" and "待核对" in wide["s002"]["status"]
     canvas = list(csv.reader((out / "canvas.csv").open(encoding="utf-8-sig")))
@@ -448,12 +463,14 @@ def test_class_with_own_answers_scores_full_and_copying_is_evidence_for_the_ta(t
     assert row.split("|")[3].strip() == "否"  # 计入的文件不带 s002 自己的签名：助教先确认文件是不是他交的
     ta = list(csv.DictReader((out / "ta" / "answers.csv").open(encoding="utf-8-sig")))  # 助教答复申诉用的记录
     assert any(r["student"] == "s002" and r["same_as"] == "s000" and r["submitted"] != r["expected"] for r in ta)
+    assert {r["review"] != "" for r in ta if r["student"] == "s002"} == {True}
+    assert {r["review"] for r in ta if r["student"] != "s002"} == {""}
     mine = [r for r in ta if r["student"] == "s000" and r["expected"]]  # 数值题（函数题没有单一的参考值）
     n_values = sum(a.kind == "value" for a in answers.chapter_answers("ch05"))
     assert len(mine) == n_values and all(float(r["submitted"]) == float(r["expected"]) for r in mine)
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "notes.txt" in summary and "需要核对的提交" in summary
-    assert "答案不同的几份文件（1 人）" in summary and "`s001`：2 份答案不同" in summary  # 取最高分：列给教师核对
+    assert "答案不同的几份文件" not in summary  # s001 的另一份是空白的练习：一道也没答，不是在几份里试答案
     assert "发给 s000 的个人版" in summary  # s002 待核对，原因写在 summary.md 里
     doc = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))
     assert doc["meta"]["seed"] == personal.hidden_seed(secret.read_bytes()) and doc["meta"]["personal_variants"]
@@ -848,9 +865,9 @@ def test_identical_copies_are_graded_once_and_files_per_student_are_capped(tmp_p
     """以前：一个学生的 200 个文件每个都进沙箱评（每个最多 --wall 秒），内容相同的副本也一样"""
     sub = tmp_path / "subs" / "s1"
     sub.mkdir(parents=True)
-    for k in range(8):
-        (sub / f"v{k}.ipynb").write_text(json.dumps({"k": k}), encoding="utf-8")
-    (sub / "v9-copy.ipynb").write_text(json.dumps({"k": 0}), encoding="utf-8")
+    for k in range(8):  # 内容不同的笔记本（读不成笔记本的文件不进沙箱，不用待核对，见下一个测试）
+        (sub / f"v{k}.ipynb").write_text(json.dumps(_answered(k)), encoding="utf-8")
+    (sub / "v9-copy.ipynb").write_text(json.dumps(_answered(0)), encoding="utf-8")
     found = folder.scan([str(tmp_path / "subs")])
     cli._peek_all(found)
     assert per_student.limit(found) == ["s1（8 个，没评 3 个）"]
@@ -1089,6 +1106,27 @@ def test_a_student_displaced_by_planted_folders_is_held_not_graded_zero(tmp_path
     _, table = outputs.rows(results, roster.read(roster_path), 5, held={"s001"})
     row = next(r for r in table if r["id"] == "s001")
     assert row["status"] == outputs.HELD and outputs.canvas_csv(table, "c").splitlines()[-1].endswith(",")
+
+
+def test_junk_and_other_chapter_files_beyond_the_cap_do_not_hold_a_student(tmp_path):
+    """以前：别人往 s001 的文件夹里放 5 个不是笔记本的 .ipynb 和第 6 章的笔记本，他自己的一份照样评了，
+    没评的却只是这些垃圾，他的成绩也标成了待核对；垃圾排在他自己的文件之后，也挤不掉它"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
+    for k in range(5):
+        (own / "s001" / f"junk{k}.ipynb").write_text(f"不是笔记本 {k}", encoding="utf-8")
+    shutil.copy(ROOT / "exercises" / "ch06_exercises.ipynb", own / "s001" / "ch06_exercises.ipynb")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    mine = [f.rel for f in found.found if f.roster_id == "s001"]
+    assert "s001/ch05_exercises.ipynb" in mine and len(mine) == 5 and not any(f.over_cap for f in found.found)
+    assert not any("待核对" in n for n in args.roster_notes)
+    # 他这一章的文件多过上限时照样待核对
+    for k in range(5):
+        (own / "s001" / f"v{k}.ipynb").write_text(json.dumps(_answered(k)), encoding="utf-8")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    assert all(f.over_cap for f in found.found if f.roster_id == "s001")
+    # 答案一个也没有的文件（别的章、读不成笔记本的）不算“答案不同”
+    graded = [{"roster_id": "s001", "problems": [{"id": "ch05-p1a", "submitted": v}]} for v in (1.0, None, 2.0)]
+    assert outputs.differing_files(graded[:2]) == {} and outputs.differing_files(graded) == {"s001": 2}
 
 
 def test_forged_claims_are_dropped_before_they_take_a_students_places(tmp_path):
@@ -1942,6 +1980,12 @@ def test_a_readable_or_text_secret_is_warned_about(tmp_path, capsys):
     hexkey = tmp_path / "hex.key"
     hexkey.write_text(os.urandom(16).hex(), encoding="utf-8")
     hexkey.chmod(0o600)
+    with_newline = tmp_path / "hex-nl.key"  # openssl rand -hex 16 > key 写的：末尾有换行；编辑器存盘可能去掉它
+    with_newline.write_bytes(hexkey.read_bytes() + b"\n")
+    assert variants.read_secret(with_newline) == variants.read_secret(hexkey) == hexkey.read_bytes()
+    binary = tmp_path / "bin.key"  # 二进制密钥末尾的 0x0a 是密钥的一部分
+    binary.write_bytes(bytes(range(200, 232)) + b"\n")
+    assert variants.read_secret(binary).endswith(b"\n")
     assert variants.secret_warnings(hexkey) == []  # openssl rand -hex 16：随机的
     made = variants.new_secret(tmp_path / "new.key")
     assert variants.secret_warnings(made) == []

@@ -155,6 +155,15 @@ def test_file_choice_skips_checkpoints_and_macos_copies(tmp_path):
     nbformat.write(nb, sub / "y_personal.ipynb")
     path, _, note = gradescope.choose_notebook(sub, 5, ["s1"])
     assert path.name == "y_personal.ipynb" and "学号" in note
+    # 一起传上来的空白副本排在路径前面：取作答了的那份（以前按路径取了空白的，得 0 分）
+    blank = gradescope.inject.answer_digests(json.loads(good.read_text(encoding="utf-8")))
+    shutil.copy(sub / "y_personal.ipynb", sub / "y_personal (1).ipynb")
+    cell = next(c for c in nb.cells if "ch05-p1a" in c.metadata.get("tags", []))
+    cell.source = "p1a = 1.0"
+    nbformat.write(nb, sub / "y_personal.ipynb")
+    path, _, note = gradescope.choose_notebook(sub, 5, ["s1"], blank)
+    assert path.name == "y_personal.ipynb" and "作答的题最多" in note
+    assert gradescope.choose_notebook(sub, 5, ["s1"])[0].name == "y_personal (1).ipynb"  # 不给 blank 时按路径
 
 
 def _unscored(res: dict) -> None:

@@ -229,7 +229,18 @@ def read_secret(path) -> bytes:
             f"密钥文件（secret file）{path} 只用了 {len(set(data.strip()))} 种不同的字节（像 aaaa… 或 1212…），很容易猜出来；"
             "请用 shardlab-assign --new-secret 文件 生成一个随机的"
         )
-    return data
+    return _without_text_newline(data)
+
+
+def _without_text_newline(data: bytes) -> bytes:
+    """文字密钥（openssl rand -hex 的输出、口令）末尾的换行不算密钥：编辑器存盘时加上或去掉它，密钥不变
+    （以前换行也是密钥的一部分，存一次盘，全班的签名就都对不上了）。二进制密钥原样返回"""
+    body = data.rstrip(b"\r\n")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+    return body if text.isprintable() else data
 
 
 _HEX_KEY = re.compile(r"[0-9a-fA-F]{32,}")  # openssl rand -hex 16 及以上：可读，但是随机的

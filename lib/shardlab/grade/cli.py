@@ -7,7 +7,7 @@
 - 每份提交在它自己的线程里评（``-j``），在自己的错误边界里评分、记录和写出：一份出了什么事，其余照评；
 - 结果一份一份地原子写出；内容、答案表、评分代码、隐藏输入的种子和权重都没变的提交直接用缓存的结果；
   种子没给时沿用这个输出目录上次的种子（第一次随机选），所以重跑能用缓存，而隐藏输入仍是种子的确定函数；
-- 章由 ``--chapter`` 指定；没给时只在所有提交都属于同一章时自动推断；别的章的提交记为 ``other-chapter``，不评；
+- 章由 ``--chapter`` 指定；没给时，所有提交都属于同一章或一章的学生占绝大多数（``CLEAR_MAJORITY``）才自动推断；别的章的提交记为 ``other-chapter``，不评；
 - 按个人版评分时（``--roster`` + ``--secret-file``）：先把每个文件对上学生（``identify``），再核对笔记本里的参数与密钥推出的
   是否一致（大多数对不上时什么也不写就停下：“密钥不对？”）；同一个学生有几份时都评，取分数最高的一份计入成绩；
   评完之后统计抄袭的证据（``integrity``），只写进 ``ta/``；
@@ -68,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", type=Path, required=True, help="输出目录")
     p.add_argument("-j", "--jobs", type=_positive(int), default=1, help="同时评几份（默认 1）")
     p.add_argument("--force", action="store_true", help="重评已经评过的提交")
-    p.add_argument("--chapter", type=int, help="练习的章（没给时：所有提交都属于同一章才自动推断）")
+    p.add_argument(
+        "--chapter", type=int, help="练习的章（没给时：都属于同一章、或一章的学生至少是别的章的 4 倍时自动推断）"
+    )
     p.add_argument("--course", type=Path, help="课程目录（默认：从当前目录向上找含 solutions/ 与 exercises/ 的目录）")
     p.add_argument("--key", type=Path, help="答案表（默认 <课程目录>/build/answer_key.json，过期时由解答重建）")
     p.add_argument(
@@ -244,7 +246,7 @@ def prepare(args) -> Ready:
         _identify(found, args.personal, args.trust_key, args.roster_notes)
         found.partial = _partial(args.submissions, table, found.found)
     _refuse_nothing_to_grade(found)
-    chapter = _choose_chapter(found.found, args.chapter)
+    chapter = _choose_chapter(found.found, args.chapter, args.roster_notes)
     key = base_key
     if args.personal is not None and chapter is not None:
         assignment = f"ch{chapter:02d}"
@@ -716,8 +718,11 @@ def _previous_seed(out: Path) -> int | None:
     return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
-def _choose_chapter(found: list[Found], explicit: int | None) -> int | None:
-    """--chapter；没给时由提交推断：每份能读的提交都属于同一章才行"""
+CLEAR_MAJORITY = 4  # 没给 --chapter 时：一章的学生至少是别的章加起来的这么多倍（且至少 2 人），才按它评
+
+
+def _choose_chapter(found: list[Found], explicit: int | None, notes: list[str] | None = None) -> int | None:
+    """--chapter；没给时由提交推断：都属于同一章，或一章的学生占绝大多数（CLEAR_MAJORITY；别的章的几份列进 notes）"""
     known = sorted({a.chapter for a in answers.ANSWERS.values()})
     if explicit is not None:
         if explicit not in known:
@@ -747,6 +752,22 @@ def _choose_chapter(found: list[Found], explicit: int | None) -> int | None:
             seen.setdefault(chapter, []).append(f.rel)
     if len(seen) == 1:
         return next(iter(seen))
+    # 按学生数：一份放错或别人放进来的第 6 章笔记本，不能让全班的评分停下来（以前：没给 --chapter 时什么也不评）
+    owners: dict[int, set] = {}
+    for f in found:
+        if f.peek is not None and f.peek.chapter is not None:
+            owners.setdefault(f.peek.chapter, set()).add(per_student.student_of(f))
+    if owners:
+        top = max(owners, key=lambda ch: len(owners[ch]))
+        rest = set().union(*(v for ch, v in owners.items() if ch != top)) - owners[top]
+        if len(owners[top]) >= 2 and len(owners[top]) >= CLEAR_MAJORITY * len(rest):
+            others = [terminal(r, 80) for ch, files in sorted(seen.items()) if ch != top for r in files]
+            if notes is not None:
+                notes.append(
+                    f"没有给 --chapter：{len(owners[top])} 名学生交的是第 {top} 章，按第 {top} 章评；"
+                    f"别的章的 {len(others)} 份记为“别的章”、0 分：{'、'.join(others[:10])}{'…' if len(others) > 10 else ''}"
+                )
+            return top
     if not seen:
         if found:
             raise UsageError("没有一份提交带有答案 id 标签，推断不出是哪一章；请用 --chapter 指定")
@@ -1028,15 +1049,11 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
     unfinished = {f.sid for f in found if per_student.student_of(f) in waiting}
     later = {f.roster_id or f.sid for f in found if f.sid in unfinished}
     final = {sid: r for sid, r in results.items() if sid not in unfinished}
-    _write_gradebook(out, results, meta, unfinished)
+    select_counted(list(results.values()))  # 待核对的原因看计入的那一份（_write_gradebook 里再选一次，结果相同）
+    for sid in unfinished & results.keys():
+        results[sid]["counted"] = False
     held = {f.roster_id or f.sid for f in found if f.over_cap} - later
-    # 这次的每份结果（缓存的也算）都重写反馈：以前只有新评的才写，上一次只评了一部分或被中断时移到 stale-feedback/ 的反馈
-    # 就再也回不来，重跑整个班之后 feedback/ 里只剩新评的几份
-    failed: set[str] = set()
-    written = _write_all_feedback(out, list(final.values()), held, failed)
     earlier = _earlier_students(out, meta)  # 输出目录里以前的、这次没有的结果属于谁（读一次）
-    _set_aside_stale_feedback(out, _feedback_not_of_this_run(out, written))
-    _drop_superseded_stale(out, written)
     held_why = dict.fromkeys(held, outputs.HELD)
     students = args.personal.students if args.personal else None
     if students:
@@ -1046,6 +1063,15 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         held_why |= _held_signed_for_other(final.values())
     held_why |= _held_broken(final.values())
     held_why = {sid: why for sid, why in held_why.items() if sid not in later}
+    # 成绩册、反馈都标出待核对的学生（以前只有 canvas.csv、grades_wide.csv 与 summary.md 标了：totals.csv 与他的反馈里是一个
+    # 看起来已定的分数）
+    _write_gradebook(out, results, meta, unfinished, held_why)
+    # 这次的每份结果（缓存的也算）都重写反馈：以前只有新评的才写，上一次只评了一部分或被中断时移到 stale-feedback/ 的反馈
+    # 就再也回不来，重跑整个班之后 feedback/ 里只剩新评的几份
+    failed: set[str] = set()
+    written = _write_all_feedback(out, list(final.values()), held_why, failed)
+    _set_aside_stale_feedback(out, _feedback_not_of_this_run(out, written))
+    _drop_superseded_stale(out, written)
     withheld = _withheld(results, bool(newly), {f.sid: per_student.student_of(f) for f in found})
     ignored = [(i["file"], i["reason"]) for i in meta["ignored"]]
     try:
@@ -1334,15 +1360,22 @@ def _drop_superseded_stale(out: Path, written: set[str]) -> None:
 
 
 def _write_all_feedback(
-    out: Path, results: list[dict], held: set[str] = frozenset(), failed: set[str] | None = None
+    out: Path, results: list[dict], held: dict | set = frozenset(), failed: set[str] | None = None
 ) -> set[str]:
     """为这次的每份结果写 ``feedback/<id>.md``，缓存里的也重新写（由 results/ 里的结果生成，不重评），
     再写每个学生的（``_feedback_per_student``）；返回写出的名字，写不出来的名字加进 failed"""
     failed = failed if failed is not None else set()
     written: set[str] = set()
     for r in results:
+        if r.get("counted") and (r.get("roster_id") or r.get("student")) in held:  # 以前：像已定的成绩
+            r = {**r, "notes": [_held_note(held, r.get("roster_id") or r.get("student")), *r.get("notes", [])]}
         _feedback(out, r, written, failed)
     return written | _feedback_per_student(out, results, held, failed)
+
+
+def _held_note(held: dict | set, sid: str) -> str:
+    """给学生的待核对说明：不点名、不说原因的细节（原因里可能有同学的 id），细节在助教的 totals.csv 里"""
+    return HELD_FEEDBACK.get(held.get(sid) if isinstance(held, dict) else outputs.HELD, HELD_GENERIC)
 
 
 def _feedback(out: Path, res: dict, written: set[str], failed: set[str]) -> None:
@@ -1364,11 +1397,18 @@ def _without_feedback(out: Path, results: list[dict]) -> list[str]:
     return sorted(s for s in need if isinstance(s, str) and s and not (out / "feedback" / f"{s}.md").is_file())
 
 
+HELD_GENERIC = "这次的成绩待老师核对后再定（不是最终成绩）；下面每道题的分数是评出来的，但还没有计入成绩"
+HELD_FEEDBACK = {
+    outputs.HELD: "你名下内容不同的文件超过了上限，有的没有评：这次的成绩待老师核对后再定（不是最终成绩）",
+}
+HELD_NOTES = {HELD_GENERIC, *HELD_FEEDBACK.values()}
+
+
 def _feedback_per_student(
-    out: Path, results: list[dict], held: set[str] = frozenset(), failed: set[str] | None = None
+    out: Path, results: list[dict], held: dict | set = frozenset(), failed: set[str] | None = None
 ) -> set[str]:
     """同一个学生有几份提交时，``feedback/<学生 id>.md`` 是计入成绩的那一份的反馈，并列出别的文件；
-    held 里的学生（名下的文件超过上限）另外说明成绩待老师核对。返回写出的名字"""
+    held 里的学生（成绩待核对：花名册 id → 原因）另外说明成绩待老师核对。返回写出的名字"""
     failed = failed if failed is not None else set()
     written: set[str] = set()
     groups: dict[str, list[dict]] = {}
@@ -1383,9 +1423,10 @@ def _feedback_per_student(
         note = f"你名下有 {len(group)} 个文件评了分：计入的是 {counted[0]['file']}（总分最高）" + (
             f"，另外的 {others} 也评了" if others else ""
         )
-        notes = [note, *counted[0].get("notes", [])]
+        notes = [note] if len(group) > 1 else []
+        notes += [n for n in counted[0].get("notes", []) if n not in HELD_NOTES]
         if sid in held:
-            notes.insert(0, "你名下内容不同的文件超过了上限，有的没有评：这次的成绩待老师核对后再定（不是最终成绩）")
+            notes.insert(0, _held_note(held, sid))
         _feedback(out, {**counted[0], "student": sid, "notes": notes}, written, failed)
     # 小组提交里自己没有文件的组员：拿同一份成绩，也拿同一份反馈（以前他们没有反馈文件）
     for r in results:
@@ -1399,13 +1440,15 @@ def _feedback_per_student(
     return written
 
 
-def _write_gradebook(out: Path, results: dict[str, dict], meta: dict, unfinished: set[str] = frozenset()) -> None:
-    """unfinished：还没评完的学生的结果（被中断时）：照样列出，但不计入成绩"""
+def _write_gradebook(
+    out: Path, results: dict[str, dict], meta: dict, unfinished: set[str] = frozenset(), held: dict | None = None
+) -> None:
+    """unfinished：还没评完的学生的结果（被中断时）：照样列出，但不计入成绩；held：待核对的学生 → 原因（review 一列）"""
     try:
         select_counted(list(results.values()))
         for sid in unfinished & results.keys():
             results[sid]["counted"] = False
-        report.write_gradebook(out, list(results.values()), meta)
+        report.write_gradebook(out, list(results.values()), meta, held or {})
     except Exception as exc:  # noqa: BLE001  成绩册写不出来不能让别的提交丢掉结果；每份的 results/*.json 都在
         print(f"评分器：写成绩册失败：{terminal(exc)}", file=sys.stderr)
 

@@ -20,7 +20,7 @@
 
 **选哪个文件。** ``submission/`` 下所有 ``.ipynb``，不看以 ``.`` 开头的（``.ipynb_checkpoints``、macOS 的 ``._x``）
 和 ``__MACOSX``；有几个时，优先笔记本元数据里写着这一章、这位学生（或组员之一）的，其次含这一章答案标签的，
-再按路径排序；output 里写明评的是哪个文件、为什么。
+同一级里先取作答了的题多的（与发下去的练习不同的答案单元），再按路径排序；output 里写明评的是哪个文件、为什么。
 
 **小组提交。** ``users`` 里有几个人时，按笔记本的签名是哪位组员的个人版就按谁的评分；没有一位组员的签名对得上时，
 按笔记本里写的学生 id 是哪位组员；都没有时按第一位在花名册里的组员评分，并说明（``group_member``）。
@@ -311,10 +311,14 @@ def _candidates(submission: Path) -> list[Path]:
     return out
 
 
-def choose_notebook(submission: Path, chapter: int, group: list[str]) -> tuple[Path | None, inject.Peek | None, str]:
-    """(文件, 读出的元数据, 说明)；规则见模块说明"""
+def choose_notebook(
+    submission: Path, chapter: int, group: list[str], blank: dict[str, str] | None = None
+) -> tuple[Path | None, inject.Peek | None, str]:
+    """(文件, 读出的元数据, 说明)；规则见模块说明。blank：发下去的练习每个答案单元的摘要（``inject.answer_digests``）：
+    同一级里先取作答了的题多的（以前按路径：一起传上来的空白副本 ``ch05_exercises (1).ipynb`` 排在真文件前面，得 0 分）"""
     assignment = f"ch{chapter:02d}"
     folded = {roster.normalize(g) for g in group}
+    blank = blank or {}
     scored = []
     for path in _candidates(submission):
         try:
@@ -328,20 +332,24 @@ def choose_notebook(submission: Path, chapter: int, group: list[str]) -> tuple[P
                 rank = 0
         elif peek is not None and peek.chapter is not None:
             rank = 2
-        scored.append((rank, path.relative_to(submission).as_posix(), path, peek))
+        answered = sum(blank.get(t) != h for t, h in peek.answer_cells.items()) if peek is not None else 0
+        scored.append((rank, -answered, path.relative_to(submission).as_posix(), path, peek))
     if not scored:
         return None, None, ""
-    scored.sort(key=lambda t: (t[0], t[1]))
-    rank, rel, path, peek = scored[0]
+    scored.sort(key=lambda t: t[:3])
+    rank, _, rel, path, peek = scored[0]
     why = {
         0: "元数据写着这一章和你的学号",
         1: "含这一章的答案标签",
         2: "不是这一章的练习，但没有更合适的",
         3: "没有更合适的",
     }
-    note = f"评分的文件：{rel}（{why[rank]}）"
+    tie = ""
+    if len(scored) > 1 and scored[1][0] == rank:
+        tie = "，与别的文件作答的题一样多，取路径排在前面的" if scored[1][1] == scored[0][1] else "，作答的题最多"
+    note = f"评分的文件：{rel}（{why[rank]}{tie}）"
     if len(scored) > 1:
-        others = "、".join(t[1] for t in scored[1:6]) + ("…" if len(scored) > 6 else "")
+        others = "、".join(t[2] for t in scored[1:6]) + ("…" if len(scored) > 6 else "")
         note += f"；另外 {len(scored) - 1} 个笔记本没有评：{others}"
     return path, peek, note
 
@@ -369,7 +377,13 @@ def run(root: Path) -> dict:
     if not known:
         shown = "、".join(terminal(" / ".join(values), 80) for values in group)
         return _grader_error(root, f"学号 {shown} 不在 zip 的花名册（roster）里，个人版按花名册生成")
-    path, peek, file_note = choose_notebook(root / "submission", chapter, known)
+    try:
+        blank = inject.answer_digests(
+            inject.read_notebook((source / "exercises" / f"ch{chapter:02d}_exercises.ipynb").read_bytes())
+        )
+    except (OSError, inject.SubmissionError):
+        blank = {}
+    path, peek, file_note = choose_notebook(root / "submission", chapter, known, blank)
     if path is None:
         return _fail(root, f"提交里没有 .ipynb 笔记本：请上传你的 ch{chapter:02d}_exercises.ipynb", chapter, weights)
     assignment = f"ch{chapter:02d}"

@@ -274,10 +274,11 @@ def summary(
 
 def differing_files(results: list[dict]) -> dict[str, int]:
     """同一个学生交了几份、而答案不一样的：{学生 id: 不同答案的份数}。取最高分的规则下，在几份里试不同的答案能抬高分数，
-    所以列给教师和助教（答案一样的重复文件，例如重复下载的 (1)，不列）"""
+    所以列给教师和助教（答案一样的重复文件，例如重复下载的 (1)，不列；一个答案也没有的文件不算）"""
     groups: dict[str, set] = {}
     for r in results:
-        if r.get("roster_id"):
+        # 一个答案也没交上来的文件（别的章、不是笔记本、空白的）不算“答案不同”：不是在试答案
+        if r.get("roster_id") and any(p.get("submitted") is not None for p in r.get("problems", [])):
             answers_ = tuple(sorted((p.get("id", ""), repr(p.get("submitted"))) for p in r.get("problems", [])))
             groups.setdefault(r["roster_id"], set()).add(answers_)
     return {sid: len(v) for sid, v in sorted(groups.items()) if len(v) > 1}
@@ -379,12 +380,14 @@ def integrity_csv(report: Report, names: dict[str, str]) -> str:
     return csv_text(header, body)
 
 
-def answers_csv(report: Report, names: dict[str, str]) -> str:
-    header = ["student", "name", "file", "problem", "status", "slip", "submitted", "expected", "same_as"]
+def answers_csv(report: Report, names: dict[str, str], held: Mapping | frozenset = frozenset()) -> str:
+    """每个学生每道题交的数与参考值；review：这个学生的成绩待核对时的原因（held：花名册 id → 原因，或只是 id 的集合）"""
+    header = ["student", "name", "file", "problem", "status", "slip", "submitted", "expected", "same_as", "review"]
     body = [
         [r["student"], names.get(r["student"], ""), r["file"], r["problem"], r["status"], r["slip"],
          repr(r["submitted"]) if isinstance(r["submitted"], float) else str(r["submitted"]),
-         repr(r["expected"]) if isinstance(r["expected"], float) else str(r["expected"]), r["matches"]]
+         repr(r["expected"]) if isinstance(r["expected"], float) else str(r["expected"]), r["matches"],
+         (held[r["student"]] if isinstance(held, Mapping) else HELD) if r["student"] in held else ""]
         for r in report.answer_rows
     ]  # fmt: skip
     return csv_text(header, body)
@@ -425,7 +428,7 @@ def write_all(
         (out / TA_DIR).mkdir(exist_ok=True)
         (out / TA_DIR).chmod(0o700)
         names = {s.id: s.name for s in roster_students or []}
-        write(out / TA_DIR / "answers.csv", answers_csv(integrity, names), TA_MODE)
+        write(out / TA_DIR / "answers.csv", answers_csv(integrity, names, held), TA_MODE)
         write(out / TA_DIR / "integrity.csv", integrity_csv(integrity, names), TA_MODE)
         write(out / TA_DIR / "integrity.md", integrity_markdown(integrity, names, results), TA_MODE)
     return console_summary(table, ignored, integrity)

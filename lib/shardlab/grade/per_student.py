@@ -10,7 +10,7 @@
 0. 签名核实过是他自己的个人版（``Found.own_signed``，笔记本里写的就是他）；
 1. 身份来自教师分好的文件夹或 LMS（``Found.strong``）；
 2. 凭学生自己起的文件名或笔记本里写的 id 认出的；
-3. 不是这次评的这一章的。
+3. 不是这次评的这一章的，或读不成笔记本的（这些不进沙箱；超过上限没评的只是这些时，成绩不用待核对）。
 
 同一级里轮流从每个位置（每个文件夹、顶层）各取一个，位置里按路径。能往提交目录里放文件的人仍然可以用足够多的位置
 挤掉一个学生自己的文件，所以超过上限不是悄悄选几份了事：这个学生留下的文件标上 ``over_cap``，成绩表里写“待核对”，
@@ -49,8 +49,8 @@ def own(f: Found) -> bool:
 
 
 def trust(f: Found, chapter: int | None = None) -> int:
-    """0 他自己签名的个人版；1 教师的文件夹或 LMS 认出的；2 别的；3 另一章的"""
-    if chapter is not None and getattr(f.peek, "chapter", chapter) != chapter:
+    """0 他自己签名的个人版；1 教师的文件夹或 LMS 认出的；2 别的；3 另一章的、读不成笔记本的（不进沙箱）"""
+    if f.peek is None or (chapter is not None and getattr(f.peek, "chapter", chapter) != chapter):
         return 3
     return 0 if own(f) else 1 if f.strong else 2
 
@@ -73,12 +73,15 @@ def limit(found: Scan, cap: int = MAX_FILES, chapter: int | None = None) -> list
     for who, files in groups.items():
         ordered = [f for level in range(4) for f in _interleave([g for g in files if trust(g, chapter) == level])]
         seen: dict[str, Found] = {}  # 内容的 sha256 → 留下的文件
-        dropped = 0
+        dropped = junk = 0
         for f in ordered:
             sha = f.sha or f"?{f.rel}"  # 读不了的文件各算各的（评分时报告）
             if sha in seen:
                 found.ignored.append({"file": f.rel, "reason": f"与 {seen[sha].rel} 内容相同：只评一次"})
             elif len(seen) >= cap:
+                # 没评的只是别的章的、读不成笔记本的：他这一章的文件都评了，成绩不用待核对
+                # （以前：别人往他的文件夹里放几个垃圾文件，他的成绩就成了待核对）
+                junk += trust(f, chapter) == 3
                 dropped += 1
                 found.ignored.append(
                     {
@@ -89,7 +92,7 @@ def limit(found: Scan, cap: int = MAX_FILES, chapter: int | None = None) -> list
             else:
                 seen[sha] = f
                 keep.add(id(f))
-        if dropped:
+        if dropped > junk:
             over.append(f"{label(who)}（{len(seen) + dropped} 个，没评 {dropped} 个）")
             for f in seen.values():
                 f.over_cap = True

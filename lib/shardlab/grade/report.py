@@ -9,15 +9,28 @@ Markdown 反馈里学生的文字不会成为 HTML、链接或图片。
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 from shardlab import atomic
 from shardlab.grade import status as st
 from shardlab.grade.outputs import csv_text
 from shardlab.untrusted import md_block, md_code, md_inline
 
-CSV_FIELDS = ["student", "roster_id", "file", "counted", "problem", "points", "max_points", "status", "message"]
-TOTAL_FIELDS = ["student", "roster_id", "file", "counted", "points", "max_points", "status"]
+CSV_FIELDS = [
+    "student",
+    "roster_id",
+    "file",
+    "counted",
+    "problem",
+    "points",
+    "max_points",
+    "status",
+    "message",
+    "review",
+]
+TOTAL_FIELDS = ["student", "roster_id", "file", "counted", "points", "max_points", "status", "review"]
 FILE_MODE = 0o640
 
 
@@ -34,31 +47,38 @@ def _yes(flag) -> str:
     return "yes" if flag else "no"
 
 
-def gradebook_csv(results: list[dict]) -> str:
+def review(res: dict, held: Mapping[str, str]) -> str:
+    """这份提交所属学生的成绩待核对时的原因（“待核对：……”），不待核对时是空串；名下的每份提交都标，不只计入的那份"""
+    sid = res.get("roster_id") or res.get("student")
+    return held.get(sid, "") if isinstance(sid, str) else ""
+
+
+def gradebook_csv(results: list[dict], held: Mapping[str, str] = MappingProxyType({})) -> str:
+    """held：成绩待核对的学生（花名册 id，没有花名册时是提交的 id）→ 原因；review 一列写明，分数只是评出来的、不是成绩"""
     body = [
         [res["student"], res.get("roster_id", ""), res.get("file", ""), _yes(res.get("counted", True)), prob["id"],
-         _num(prob["points"]), _num(prob["max_points"]), prob["status"], prob.get("message", "")]
+         _num(prob["points"]), _num(prob["max_points"]), prob["status"], prob.get("message", ""), review(res, held)]
         for res in results
         for prob in res["problems"]
     ]  # fmt: skip
     return csv_text(CSV_FIELDS, body)
 
 
-def totals_csv(results: list[dict]) -> str:
+def totals_csv(results: list[dict], held: Mapping[str, str] = MappingProxyType({})) -> str:
     body = [
         [r["student"], r.get("roster_id", ""), r.get("file", ""), _yes(r.get("counted", True)), _num(r["points"]),
-         _num(r["max_points"]), r["status"]]
+         _num(r["max_points"]), r["status"], review(r, held)]
         for r in results
     ]  # fmt: skip
     return csv_text(TOTAL_FIELDS, body)
 
 
-def write_gradebook(out: Path, results: list[dict], meta: dict) -> None:
+def write_gradebook(out: Path, results: list[dict], meta: dict, held: Mapping[str, str] = MappingProxyType({})) -> None:
     results = sorted(results, key=lambda r: r["student"])
-    atomic_write(out / "gradebook.csv", gradebook_csv(results))
-    atomic_write(out / "totals.csv", totals_csv(results))
+    atomic_write(out / "gradebook.csv", gradebook_csv(results, held))
+    atomic_write(out / "totals.csv", totals_csv(results, held))
     keys = ("student", "roster_id", "file", "counted", "status", "points", "max_points", "chapter", "wall_s")
-    summary = [{k: r.get(k) for k in keys} for r in results]
+    summary = [{**{k: r.get(k) for k in keys}, "review": review(r, held)} for r in results]
     doc = {"meta": meta, "summary": summary, "submissions": results}
     atomic_write(out / "gradebook.json", json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
