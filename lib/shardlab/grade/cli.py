@@ -7,7 +7,7 @@
 - 每份提交在它自己的线程里评（``-j``），在自己的错误边界里评分、记录和写出：一份出了什么事，其余照评；
 - 结果一份一份地原子写出；内容、答案表、评分代码、隐藏输入的种子和权重都没变的提交直接用缓存的结果；
   种子没给时沿用这个输出目录上次的种子（第一次随机选），所以重跑能用缓存，而隐藏输入仍是种子的确定函数；
-- 章由 ``--chapter`` 指定；没给时，所有提交都属于同一章或一章的学生占绝大多数（``CLEAR_MAJORITY``）才自动推断；别的章的提交记为 ``other-chapter``，不评；
+- 章由 ``--chapter`` 指定；没给时只在所有提交都属于同一章时自动推断；别的章的提交记为 ``other-chapter``，不评；
 - 按个人版评分时（``--roster`` + ``--secret-file``）：先把每个文件对上学生（``identify``），再核对笔记本里的参数与密钥推出的
   是否一致（大多数对不上时什么也不写就停下：“密钥不对？”）；同一个学生有几份时都评，取分数最高的一份计入成绩；
   评完之后统计抄袭的证据（``integrity``），只写进 ``ta/``；
@@ -68,9 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", type=Path, required=True, help="输出目录")
     p.add_argument("-j", "--jobs", type=_positive(int), default=1, help="同时评几份（默认 1）")
     p.add_argument("--force", action="store_true", help="重评已经评过的提交")
-    p.add_argument(
-        "--chapter", type=int, help="练习的章（没给时：都属于同一章、或一章的学生至少是别的章的 4 倍时自动推断）"
-    )
+    p.add_argument("--chapter", type=int, help="练习的章（没给时：所有提交都属于同一章才自动推断）")
     p.add_argument("--course", type=Path, help="课程目录（默认：从当前目录向上找含 solutions/ 与 exercises/ 的目录）")
     p.add_argument("--key", type=Path, help="答案表（默认 <课程目录>/build/answer_key.json，过期时由解答重建）")
     p.add_argument(
@@ -246,7 +244,7 @@ def prepare(args) -> Ready:
         _identify(found, args.personal, args.trust_key, args.roster_notes)
         found.partial = _partial(args.submissions, table, found.found)
     _refuse_nothing_to_grade(found)
-    chapter = _choose_chapter(found.found, args.chapter, args.roster_notes)
+    chapter = _choose_chapter(found.found, args.chapter)
     key = base_key
     if args.personal is not None and chapter is not None:
         assignment = f"ch{chapter:02d}"
@@ -718,11 +716,9 @@ def _previous_seed(out: Path) -> int | None:
     return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
-CLEAR_MAJORITY = 4  # 没给 --chapter 时：一章的学生至少是别的章加起来的这么多倍（且至少 2 人），才按它评
-
-
-def _choose_chapter(found: list[Found], explicit: int | None, notes: list[str] | None = None) -> int | None:
-    """--chapter；没给时由提交推断：都属于同一章，或一章的学生占绝大多数（CLEAR_MAJORITY；别的章的几份列进 notes）"""
+def _choose_chapter(found: list[Found], explicit: int | None) -> int | None:
+    """--chapter；没给时由提交推断：每份能读的提交都属于同一章才行（有别的章的，哪怕只有一份，也要教师用 --chapter 说明：
+    不猜，花名册模式与没有花名册时一样）"""
     known = sorted({a.chapter for a in answers.ANSWERS.values()})
     if explicit is not None:
         if explicit not in known:
@@ -752,22 +748,6 @@ def _choose_chapter(found: list[Found], explicit: int | None, notes: list[str] |
             seen.setdefault(chapter, []).append(f.rel)
     if len(seen) == 1:
         return next(iter(seen))
-    # 按学生数：一份放错或别人放进来的第 6 章笔记本，不能让全班的评分停下来（以前：没给 --chapter 时什么也不评）
-    owners: dict[int, set] = {}
-    for f in found:
-        if f.peek is not None and f.peek.chapter is not None:
-            owners.setdefault(f.peek.chapter, set()).add(per_student.student_of(f))
-    if owners:
-        top = max(owners, key=lambda ch: len(owners[ch]))
-        rest = set().union(*(v for ch, v in owners.items() if ch != top)) - owners[top]
-        if len(owners[top]) >= 2 and len(owners[top]) >= CLEAR_MAJORITY * len(rest):
-            others = [terminal(r, 80) for ch, files in sorted(seen.items()) if ch != top for r in files]
-            if notes is not None:
-                notes.append(
-                    f"没有给 --chapter：{len(owners[top])} 名学生交的是第 {top} 章，按第 {top} 章评；"
-                    f"别的章的 {len(others)} 份记为“别的章”、0 分：{'、'.join(others[:10])}{'…' if len(others) > 10 else ''}"
-                )
-            return top
     if not seen:
         if found:
             raise UsageError("没有一份提交带有答案 id 标签，推断不出是哪一章；请用 --chapter 指定")
