@@ -295,6 +295,28 @@ def test_sandbox_limits_bite(tmp_path):
     assert not sandboxes(tmp_path)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="评分沙箱只支持 Linux")
+def test_a_whole_submission_timeout_says_which_cell_was_running(tmp_path):
+    """以前：整份提交超时被杀时只说“整份提交超过 N s”，不说停在哪个单元（JUnit 报告还没写出来）"""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(c) for c in ("x = 1", "import time\nwhile True:\n    time.sleep(0.1)", "y = 2")
+    ]
+    path = tmp_path / "loop.ipynb"
+    nbformat.write(nb, path)
+    path.chmod(0o644)
+    staged = sandbox.stage_library(tmp_path / "stage")
+    limits = sandbox.Limits(cell_s=300, wall_s=25, memory_bytes=2 << 30, nproc=100, file_bytes=16 << 20)
+    mode = "bwrap" if sandbox.detect_mode() == "bwrap" else "rlimit"
+    run = sandbox.Sandbox(staged, limits, mode=mode, workdir=tmp_path).run(path)
+    assert run.timed_out and run.junit is None and run.running == 1
+    prep = inject.Prepared(5, nbformat.v4.new_notebook(), [inject.CellRef("student", k) for k in (1, 2, 3)])
+    assert judge._running_when_killed(prep, run.running) == "；当时在运行第 2 个代码单元"
+    assert judge._running_when_killed(prep, 7) == judge._running_when_killed(prep, None) == ""
+    assert sandbox._running(b"x\n@@SHARDLAB-RUNNING=Cell 3\n@@SHARDLAB-RUNNING=Cell 99999999\n") == 3  # 过长的不认
+
+
 def test_results_are_never_stale(tmp_path, key_file, monkeypatch):
     """缓存键含答案表、评分代码（练习系统与评分器）、种子与权重；成绩册只有这次找到的提交，以前的结果不进汇总"""
     subs, out = tmp_path / "subs", tmp_path / "out"

@@ -145,6 +145,16 @@ def whole_submission(res: dict, status: str, detail: str, chapter: int | None, w
     return res
 
 
+def _running_when_killed(prep: Prepared, n: int | None) -> str:
+    """整份提交被杀时正在跑的单元（沙箱里的插件报的 nbval Cell N，即评分笔记本的第 N 个单元），写成学生看到的单元号"""
+    if n is None or not 0 <= n < len(prep.cells):
+        return ""
+    ref = prep.cells[n]
+    if ref.kind == "student" and ref.orig:
+        return f"；当时在运行第 {ref.orig} 个代码单元"
+    return "；当时在运行评分器读取答案的单元（你的代码已经跑完）"
+
+
 def collect(
     prep: Prepared,
     run: RunResult,
@@ -158,7 +168,7 @@ def collect(
     """由沙箱的结果（每个单元的 JUnit 结果）填写 res 的 status、problems、errors"""
     if run.timed_out:
         res["status"] = st.TIMEOUT
-        res["message"] = f"整份提交超过 {wall_s:g} s 的时间上限，被终止"
+        res["message"] = f"整份提交超过 {wall_s:g} s 的时间上限，被终止" + _running_when_killed(prep, run.running)
     elif not cells:
         res["status"] = st.CRASHED
         tail = (run.log_tail or run.stderr_tail)[-800:]

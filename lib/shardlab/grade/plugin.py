@@ -10,16 +10,22 @@ nbval 的 JUnit 报告只说每个单元过没过，不含单元的输出。评�
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from nbval.kernel import RunningKernel
 
-from shardlab.grade.markers import EXPORT_TAG, MARKER
+from shardlab.grade.markers import EXPORT_TAG, MARKER, PROGRESS_FD, RUNNING_MARK
 
 _state = {"died": False}
 
 
 def pytest_configure(config):
     """记下内核是不是在 nbval 去中断它之前就已经退出了（os._exit、杀掉自己）：nbval 只会报超时"""
+    try:
+        os.set_inheritable(PROGRESS_FD, False)  # 内核和学生启动的进程拿不到评分器的管道
+    except OSError:
+        pass
     original = RunningKernel.interrupt
 
     def interrupt(self):
@@ -28,6 +34,15 @@ def pytest_configure(config):
         return original(self)
 
     RunningKernel.interrupt = interrupt
+
+
+def pytest_runtest_logstart(nodeid, location):
+    """每个单元开始之前告诉评分器（fd 3 是沙箱外评分器读的管道；pytest 自己的输出进了日志）：整份提交超时被杀时，
+    评分器知道当时在跑哪一个单元（以前只说“整份提交超时”）。内核进程不继承 fd 3"""
+    try:
+        os.write(PROGRESS_FD, f"\n{RUNNING_MARK}{nodeid.rsplit('::', 1)[-1][:40]}\n".encode())
+    except OSError:
+        pass
 
 
 def pytest_collection_modifyitems(session, config, items):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import compileall
 import os
 import pwd
+import re
 import resource
 import secrets
 import shlex
@@ -43,6 +44,7 @@ from pathlib import Path
 
 import shardlab
 from shardlab.grade import redacted
+from shardlab.grade.markers import PROGRESS_FD, RUNNING_MARK
 from shardlab.xla_flags import with_device_count
 
 SANDBOX_HOME = "/home/student"
@@ -88,6 +90,7 @@ class RunResult:
     output_truncated: bool = False
     sandbox_rc: int | None = None
     stderr_tail: str = ""
+    running: int | None = None  # 最后一个开始运行的单元（nbval 的 Cell N）：被杀时正在跑它
 
 
 def bwrap_problem() -> str | None:
@@ -219,7 +222,7 @@ class Sandbox:
         ]
         quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in pytest)
         return (
-            f"printf '[pytest]\\n' > .pytest.ini; {quoted} > .pytest.log 2>&1; rc=$?; "
+            f"printf '[pytest]\\n' > .pytest.ini; {quoted} {PROGRESS_FD}>&1 > .pytest.log 2>&1; rc=$?; "
             f"printf '\\n{RC_MARK.decode()}%s\\n' \"$rc\"; printf '{LOG_MARK.decode()[:-1]}\\n'; "
             "tail -c 3000 .pytest.log; "
             f"printf '\\n{JUNIT_MARK.decode()[:-1]}\\n'; cat .junit.xml 2>/dev/null"
@@ -548,6 +551,12 @@ class _CappedReader(threading.Thread):
         return b"".join(self.chunks)
 
 
+def _running(data: bytes) -> int | None:
+    """输出里最后一个“开始运行 Cell N”的记录（插件写的；学生的代码能伪造，只影响他自己的说明）"""
+    found = re.findall(rb"^" + re.escape(RUNNING_MARK.encode()) + rb"Cell (\d{1,6})$", data, re.MULTILINE)
+    return int(found[-1]) if found else None
+
+
 def _parse_output(data: bytes, truncated: bool, err: bytes, sandbox_rc, wall: float, timed_out: bool) -> RunResult:
     rc = None
     junit = None
@@ -573,4 +582,5 @@ def _parse_output(data: bytes, truncated: bool, err: bytes, sandbox_rc, wall: fl
         output_truncated=truncated,
         sandbox_rc=sandbox_rc,
         stderr_tail=err[-2000:].decode("utf-8", "replace"),
+        running=_running(data[:pos] if pos >= 0 else data),
     )
