@@ -1970,9 +1970,9 @@ def test_a_readable_or_text_secret_is_warned_about(tmp_path, capsys):
     hexkey = tmp_path / "hex.key"
     hexkey.write_text(os.urandom(16).hex(), encoding="utf-8")
     hexkey.chmod(0o600)
-    with_newline = tmp_path / "hex-nl.key"  # openssl rand -hex 16 > key 写的：末尾有换行；编辑器存盘可能去掉它
-    with_newline.write_bytes(hexkey.read_bytes() + b"\n")
-    assert variants.read_secret(with_newline) == variants.read_secret(hexkey) == hexkey.read_bytes()
+    with_newline = tmp_path / "hex-nl.key"  # openssl rand -hex 16 > key 写的：末尾的换行是密钥的一部分，
+    with_newline.write_bytes(hexkey.read_bytes() + b"\n")  # 用它发过的个人版，换行去掉了就验证不了
+    assert variants.read_secret(with_newline) == hexkey.read_bytes() + b"\n"
     binary = tmp_path / "bin.key"  # 二进制密钥末尾的 0x0a 是密钥的一部分
     binary.write_bytes(bytes(range(200, 232)) + b"\n")
     assert variants.read_secret(binary).endswith(b"\n")
@@ -1991,6 +1991,29 @@ def test_a_readable_or_text_secret_is_warned_about(tmp_path, capsys):
     # 参数顺序反了：密钥当成了花名册
     assert shardlab.assign.cli.main([str(made), "--secret-file", str(roster_path), "--out", str(tmp_path / "pv2")]) == 2
     assert "参数顺序反了" in capsys.readouterr().err
+
+
+def test_a_text_key_whose_newline_an_editor_removed_is_named_as_the_likely_cause(tmp_path, capsys, monkeypatch):
+    """用 openssl rand -hex 16 > key 写的密钥（末尾有换行）发了个人版，后来编辑器存盘去掉了换行：密钥就不对了。
+    评分器不替教师猜（去掉换行会让用带换行的密钥发过的个人版全对不上），但在“密钥不对”里说出这个可能"""
+    hexkey = os.urandom(16).hex().encode() + b"\n"
+
+    def text_key(path):
+        Path(path).write_bytes(hexkey)
+        Path(path).chmod(0o600)
+        return Path(path)
+
+    monkeypatch.setattr(variants, "new_secret", text_key)
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    assert len(found.found) == 3  # 带换行的原样：签名都对得上
+    secret.write_bytes(hexkey.rstrip(b"\n"))  # 编辑器存了一次盘
+    args = [str(own), "--out", str(tmp_path / "out"), "--course", str(ROOT), "--roster", str(roster_path),
+            "--secret-file", str(secret), "--chapter", "5", "--no-progress", "--sandbox", "rlimit"]  # fmt: skip
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert "密钥不对" in err and "末尾没有换行" in err and "编辑器存过盘" in err
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_copy_signed_for_a_classmate_proves_the_key_in_a_late_batch(tmp_path):

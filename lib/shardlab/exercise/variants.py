@@ -229,18 +229,28 @@ def read_secret(path) -> bytes:
             f"密钥文件（secret file）{path} 只用了 {len(set(data.strip()))} 种不同的字节（像 aaaa… 或 1212…），很容易猜出来；"
             "请用 shardlab-assign --new-secret 文件 生成一个随机的"
         )
-    return _without_text_newline(data)
+    return data
 
 
-def _without_text_newline(data: bytes) -> bytes:
-    """文字密钥（openssl rand -hex 的输出、口令）末尾的换行不算密钥：编辑器存盘时加上或去掉它，密钥不变
-    （以前换行也是密钥的一部分，存一次盘，全班的签名就都对不上了）。二进制密钥原样返回"""
+def edited_key_hint(path) -> str:
+    """“密钥不对”时给教师的一句提示：文字密钥（口令、openssl rand -hex 的输出）末尾的换行也是密钥的一部分，
+    用编辑器打开再存盘可能加上或去掉它。不替教师去掉换行：那样用带换行的密钥发过的个人版就全对不上了"""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return ""
     body = data.rstrip(b"\r\n")
     try:
-        text = body.decode("utf-8")
+        printable = body.decode("utf-8").isprintable()
     except UnicodeDecodeError:
-        return data
-    return body if text.isprintable() else data
+        return ""
+    if not printable:
+        return ""
+    ending = "有换行" if body != data else "没有换行"
+    return (
+        f"密钥文件 {path} 是一段文字，末尾{ending}：换行也是密钥的一部分。如果这个文件用编辑器存过盘，"
+        "末尾的换行可能被加上或去掉了，请把它恢复成生成个人版时的样子（备份里的那一份）。"
+    )
 
 
 _HEX_KEY = re.compile(r"[0-9a-fA-F]{32,}")  # openssl rand -hex 16 及以上：可读，但是随机的

@@ -185,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except (CourseError, AnswerKeyError, inject.CourseOrderError, UsageError, roster.RosterError, ValueError,
             variants.VariantError) as exc:  # fmt: skip
-        return _fail(str(exc))
+        hint = variants.edited_key_hint(args.secret_file) if isinstance(exc, personal.KeyDisproved) else ""
+        return _fail(str(exc) + hint)
     out: Path = args.out.absolute()  # 沙箱的工作目录在它下面：相对路径到了沙箱里就不对了
     created = not out.exists()  # 只有评分器自己建的输出目录才交还给 sudo 的调用者
     out.mkdir(parents=True, exist_ok=True)
@@ -275,7 +276,7 @@ def prepare(args) -> Ready:
         problem, notes = personal.reconcile(found.found + dropped, args.personal.key, assignment)
         args.roster_notes += notes
         if problem and not args.trust_key:
-            raise UsageError(problem + "（确认密钥没错时，加 --trust-key 照样评分）")
+            raise UsageError(problem + "（确认密钥没错时，加 --trust-key 照样评分）" + variants.edited_key_hint(args.secret_file))
         if problem:
             args.roster_notes.append("加了 --trust-key：" + problem.replace("什么也没有写。", "照样评分了。"))
         key = args.personal.key  # reconcile 可能按签名改了几个学生的参数，指纹也跟着变
