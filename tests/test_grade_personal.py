@@ -436,6 +436,8 @@ def test_class_with_own_answers_scores_full_and_copying_is_evidence_for_the_ta(t
     assert "抄" not in feedback_s002 and "s000" not in feedback_s002  # 不指控、不点名；只说交的不是发给他的个人版
     assert "发给另一位同学的个人版" in feedback_s002
     assert "待老师核对" in feedback_s002  # 以前：反馈里是一个看起来已定的分数
+    # 待核对只由计入的那一份说（_held_note）：以前这条说明自己也写“成绩待助教核对”，没有计入的多余文件的反馈里也有，学生其实没待核对
+    assert "待助教核对" not in feedback_s002
     totals = {r["roster_id"]: r for r in csv.DictReader((out / "totals.csv").open(encoding="utf-8-sig"))}
     assert "发给 s000 的个人版" in totals["s002"]["review"] and totals["s000"]["review"] == ""  # 以前没有这一列
     assert {r["review"] for r in rows if r["roster_id"] == "s002"} == {totals["s002"]["review"]}
@@ -1215,6 +1217,47 @@ def test_group_membership_is_part_of_the_cache_and_members_get_feedback(tmp_path
            "errors": [], "notes": [], "chapter": 5}  # fmt: skip
     cli._feedback_per_student(tmp_path, [res])
     assert "按 alice 交的笔记本评分" in (tmp_path / "feedback" / "li.md").read_text(encoding="utf-8")
+
+
+def test_a_group_export_is_graded_as_the_member_whose_signature_it_carries(tmp_path):
+    """以前：本机评 Gradescope 导出的小组提交时按笔记本里写的 id（谁都能改）定组员：s001 的个人版写着 s002，就按 s002 的参数评"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 3, "ch05", published=False)
+    subs = tmp_path / "export"
+    (subs / "submission_7").mkdir(parents=True)
+    (subs / "submission_metadata.yml").write_text(
+        "submission_7:\n  :submitters:\n  - :sid: s002\n  - :sid: s001\n", encoding="utf-8"
+    )
+    nb = json.loads((own / "s001" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    nb["metadata"]["shardlab"]["student"] = "s002"
+    (subs / "submission_7" / "ch05_exercises.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    args, found = _prepare(tmp_path, subs, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    (f,) = found.found
+    assert f.roster_id == "s001" and "签名表明笔记本是 s001 的个人版" in f.how and f.members == ["s001", "s002"]
+    del nb["metadata"]["shardlab"]["student"]  # 没写 id：以前按 yml 里的第一位 s002 评，还要助教核对
+    (subs / "submission_7" / "ch05_exercises.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    args, found = _prepare(tmp_path, subs, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    (f,) = found.found
+    assert f.roster_id == "s001" and not f.notes
+
+
+def test_a_held_group_submission_holds_every_member_who_shares_its_score(tmp_path):
+    """以前：小组提交待核对时只有交文件的组员待核对，另一位组员在 canvas.csv 里照样拿这份分（grades_wide.csv 写着“小组提交”）"""
+    base = {"file": "submission_7/x.ipynb", "status": status.GRADED, "points": 4.0, "max_points": 17.0,
+            "problems": [], "errors": [], "notes": [], "chapter": 5, "counted": True}  # fmt: skip
+    results = [{**base, "student": "s001", "roster_id": "s001", "group": ["s001", "s002"]},
+               {**base, "student": "s003", "roster_id": "s003", "group": ["s003", "s004"]}]  # fmt: skip
+    held = {"s001": "待核对：交的是发给 s000 的个人版"}
+    held |= cli._held_group_members(results, held)
+    assert held == {"s001": "待核对：交的是发给 s000 的个人版", "s002": "待核对：交的是发给 s000 的个人版"}
+    students = [roster.Student(f"s00{k}", f"学生{k}", k + 2) for k in range(5)]
+    _, table = outputs.rows(results, students, 5, held=held)
+    by = {row["id"]: row for row in table}
+    assert by["s002"]["held"] and by["s002"]["blank"] and "待核对" in by["s002"]["status"]
+    assert not by["s004"]["held"] and not by["s004"]["blank"]  # 没待核对的小组照常
+    cli._write_all_feedback(tmp_path, results, held)
+    text = (tmp_path / "feedback" / "s002.md").read_text(encoding="utf-8")
+    assert "待老师核对" in text and "s000" not in text
+    assert "待老师核对" not in (tmp_path / "feedback" / "s004.md").read_text(encoding="utf-8")
 
 
 def test_a_group_notebook_without_an_embedded_id_is_graded_as_the_first_member(tmp_path):

@@ -483,7 +483,7 @@ def test_dry_run_keep_wants_a_new_folder(tmp_path):
 
 
 @pytest.mark.slow
-def test_dry_run_warns_when_the_notebook_belongs_to_another_sid(built):
+def test_dry_run_warns_when_the_notebook_belongs_to_another_sid(built, tmp_path):
     """以前：--sid 打错（s001 的笔记本写成 --sid s000）只在结果里有一句说明，退出码 0"""
     _, zip_path, _, own, _ = built
     nb = own / "s001" / "ch05_exercises.ipynb"
@@ -491,6 +491,13 @@ def test_dry_run_warns_when_the_notebook_belongs_to_another_sid(built):
         "是发给 s001 的个人版，--sid 给的是 s000" in w for w in gradescope.signature_warnings(zip_path, [nb], ["s000"])
     )
     assert gradescope.signature_warnings(zip_path, [nb], ["s001"]) == []
+    # 小组上传：笔记本里写的 id 改成了 s000，签名却是组员 s001 的，容器按 s001 评（group_member）：以前照样警告“是发给 s000 的”
+    edited = json.loads(nb.read_text(encoding="utf-8"))
+    edited["metadata"]["shardlab"]["student"] = "s000"
+    renamed = tmp_path / "edited.ipynb"
+    renamed.write_text(json.dumps(edited), encoding="utf-8")
+    assert gradescope.signature_warnings(zip_path, [renamed], ["s002", "s001"]) == []
+    assert gradescope.signature_warnings(zip_path, [renamed], ["s002"])  # 哪位 --sid 的签名都不是：照样警告
 
 
 def test_a_gradescope_roster_that_lost_leading_zeros_still_matches():

@@ -254,6 +254,7 @@ def prepare(args) -> Ready:
         )
         for f in found.found:
             f.written_params = _written(assignment, f)
+        _group_member_by_signature(found, args.personal.key, assignment)
         # 先扔掉伪造的，再数上限：伪造的不占名额
         dropped = _drop_unsigned_claims(found, args.personal.key, assignment)
         book = problems.published(assignment)  # 笔记本里写的就是书上的参数：交的是网站上公开的练习
@@ -276,7 +277,9 @@ def prepare(args) -> Ready:
         problem, notes = personal.reconcile(found.found + dropped, args.personal.key, assignment)
         args.roster_notes += notes
         if problem and not args.trust_key:
-            raise UsageError(problem + "（确认密钥没错时，加 --trust-key 照样评分）" + variants.edited_key_hint(args.secret_file))
+            raise UsageError(
+                problem + "（确认密钥没错时，加 --trust-key 照样评分）" + variants.edited_key_hint(args.secret_file)
+            )
         if problem:
             args.roster_notes.append("加了 --trust-key：" + problem.replace("什么也没有写。", "照样评分了。"))
         key = args.personal.key  # reconcile 可能按签名改了几个学生的参数，指纹也跟着变
@@ -500,6 +503,20 @@ def _refuse_nothing_to_grade(found: Scan) -> None:
         f"没有一份可以评的提交：{len(found.ignored)} 个文件或文件夹都被忽略了（例如 {examples}）。"
         "请确认提交目录是对的（教师指南“收作业”一节）。什么也没有写。"
     )
+
+
+def _group_member_by_signature(found: Scan, key: personal.PersonalKey, assignment: str) -> None:
+    """小组提交（Gradescope 导出）按签名定是哪位组员的个人版，与 Gradescope 容器里一样（gradescope.group_member）。
+    以前按笔记本里写的 id（谁都能改）：写着另一位组员的 id，就按那位组员的参数评"""
+    for f in found.found:
+        if len(f.members) < 2 or f.peek is None or not f.peek.tag:
+            continue
+        signer = key.owner(f.members, assignment, f.peek.tag, f.written_params)
+        if signer is None:
+            continue
+        f.roster_id = signer
+        f.how = f"{identify.EXPORT_HOW}（小组：{'、'.join(f.members)}；签名表明笔记本是 {signer} 的个人版）"
+        f.notes = [n for n in f.notes if not n.startswith(identify.GROUP_NOTE)]
 
 
 def _identify(found: Scan, who: Personal, trust_key: bool = False, notes: list[str] | None = None) -> None:
@@ -1043,6 +1060,7 @@ def _run(found: list[Found], ctx: Context, out: Path, args, meta: dict) -> int:
         held_why |= _held_book_params(final.values(), meta.get("doubts", {}).get("book_params", []))
         held_why |= _held_signed_for_other(final.values())
     held_why |= _held_broken(final.values())
+    held_why |= _held_group_members(final.values(), held_why)
     held_why = {sid: why for sid, why in held_why.items() if sid not in later}
     # 成绩册、反馈都标出待核对的学生（以前只有 canvas.csv、grades_wide.csv 与 summary.md 标了：totals.csv 与他的反馈里是一个
     # 看起来已定的分数）
@@ -1354,6 +1372,21 @@ def _write_all_feedback(
     return written | _feedback_per_student(out, results, held, failed)
 
 
+def _held_group_members(results, held_why: dict) -> dict[str, str]:
+    """待核对的小组提交：拿同一份成绩的组员（自己没有文件的）也待核对（以前 canvas.csv 里照样给他们这份分）"""
+    results = list(results)
+    own = {r.get("roster_id") for r in results}
+    out = {}
+    for r in results:
+        sid = r.get("roster_id")
+        if not (r.get("counted") and sid in held_why):
+            continue
+        for member in r.get("group", []):
+            if member not in own and member not in held_why:
+                out[member] = held_why[sid]
+    return out
+
+
 def _held_note(held: dict | set, sid: str) -> str:
     """给学生的待核对说明：不点名、不说原因的细节（原因里可能有同学的 id），细节在助教的 totals.csv 里"""
     return HELD_FEEDBACK.get(held.get(sid) if isinstance(held, dict) else outputs.HELD, HELD_GENERIC)
@@ -1417,7 +1450,10 @@ def _feedback_per_student(
             if member in groups:
                 continue
             note = f"小组提交：按 {r.get('roster_id')} 交的笔记本评分，组员拿同一份成绩"
-            _feedback(out, {**r, "student": member, "notes": [note, *r.get("notes", [])]}, written, failed)
+            notes = [note, *(n for n in r.get("notes", []) if n not in HELD_NOTES)]
+            if member in held:
+                notes.insert(0, _held_note(held, member))
+            _feedback(out, {**r, "student": member, "notes": notes}, written, failed)
     return written
 
 

@@ -586,6 +586,8 @@ def signature_warnings(zip_path: Path, notebooks: list[Path], sids: list[str]) -
             continue
         sid = by_id.get(roster.normalize(peek.student or ""))
         wanted = {by_id.get(roster.normalize(s)) for s in sids}
+        if _signed_by_one_of(key, assignment, issued, [by_id.get(roster.normalize(s)) for s in sids], peek):
+            continue  # 签名是哪位 --sid 的，容器就按谁评（group_member）：笔记本里写的 id 谁都能改，不看它
         if peek.student and sid is None:
             out.append(
                 f"{Path(nb).name} 是发给 {peek.student} 的个人版，但这个学号不在 zip 的花名册里：生成 zip 用的 --roster 对吗？"
@@ -609,6 +611,25 @@ def signature_warnings(zip_path: Path, notebooks: list[Path], sids: list[str]) -
                 "生成 zip 用的 --secret-file 或 --roster 与生成个人版（shardlab-assign）时的不同？学生会按错的数被评分"
             )
     return out
+
+
+def _signed_by_one_of(key: bytes, assignment: str, issued: dict, candidates: list, peek) -> str | None:
+    """candidates 里第一位签名对得上的学生（签的是发给他的参数，或笔记本里写的参数）"""
+    if not peek.tag:
+        return None
+    try:
+        written = problems.written(assignment, peek.param_sources)
+    except Exception:  # noqa: BLE001  不可信的输入
+        written = None
+    for sid in candidates:
+        if sid is None or assignment not in issued.get(sid, {}):
+            continue
+        derived = problems.from_values(assignment, issued[sid][assignment])
+        if variants.verify(key, assignment, sid, derived, peek.tag) or (
+            written is not None and variants.verify(key, assignment, sid, written, peek.tag)
+        ):
+            return sid
+    return None
 
 
 def dry_run_main(argv: list[str]) -> int:

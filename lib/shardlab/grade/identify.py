@@ -36,6 +36,7 @@ from shardlab.exercise import roster
 
 SEP = r"[_\-\s.()\[\]]"
 EXPORT_HOW = "Gradescope 导出的提交者"
+GROUP_NOTE = "小组提交"  # 小组提交的组员说明以它开头；按签名定了组员之后去掉（cli._group_member_by_signature）
 BY_FOLDER = "文件夹名"  # 教师自己按学生分好的文件夹
 LMS_KINDS = ("Canvas", "Moodle")  # 由文件名的格式认出的 LMS（Identity.how 以它们开头）
 BY_EMBEDDED_ID = "笔记本里写的学生 id"  # 只凭它认出时，评分器还要核对签名（cli._drop_unsigned_claims）
@@ -257,7 +258,7 @@ def identify(
             f"{EXPORT_HOW}（小组：{'、'.join(members)}；笔记本里没有写是哪位组员的，按第一位 {first} 的参数评分）",
             embedded=embedded,
             notes=[
-                f"小组提交（{'、'.join(members)}）的笔记本里没有写是哪位组员的个人版：按 {first} 的参数评分；请助教核对"
+                f"{GROUP_NOTE}（{'、'.join(members)}）的笔记本里没有写是哪位组员的个人版：按 {first} 的参数评分；请助教核对"
             ],
             group=members,
             strong=True,

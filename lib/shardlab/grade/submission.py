@@ -178,8 +178,8 @@ def _param_note(raw: dict, chapter: int, res: dict, ctx: Context) -> None:
         note = f"参数单元里的 {listed} 被改过（与发给你的数不同）：评分按发给你的数判定，不按改过的数"
         ta = f"参数单元里的 {listed} 被学生改过（签名对得上发给他的数）：按发给他的数评分"
     elif peek.tag and (owner := personal.signed_for(ctx.key, assignment, written, peek.tag, sid)):
-        note = f"你交的笔记本是发给另一位同学的个人版（参数 {listed} 不是你的）：按你自己的数判定，成绩待助教核对"
-        ta = f"交的是发给 {owner} 的个人版（签名对得上 {owner}）：按 {sid} 自己的数评分，成绩待核对"
+        note = f"你交的笔记本是发给另一位同学的个人版（参数 {listed} 不是你的）：按你自己的数判定"  # 待核对与否由计入的那一份定，另有说明
+        ta = f"交的是发给 {owner} 的个人版（签名对得上 {owner}）：按 {sid} 自己的数评分；这一份计入成绩时待核对"
         res["signed_for"] = owner  # 整份是别人的个人版：成绩待核对，不导出（cli._held_signed_for_other）
     elif peek.tag:  # 签名对哪一组参数都对不上：也可能是评分器那边配错了密钥或花名册，不能说是学生改的
         note = (
