@@ -1121,6 +1121,27 @@ def test_junk_and_other_chapter_files_beyond_the_cap_do_not_hold_a_student(tmp_p
     assert outputs.differing_files(graded[:2]) == {} and outputs.differing_files(graded) == {"s001": 2}
 
 
+def test_planted_copies_of_a_classmates_variant_do_not_push_a_student_over_the_cap(tmp_path):
+    """以前：往 s001 的文件夹里放 6 份 s000 的个人版（答案各不相同；元数据写 s000，或改成 s001），s001 就超过上限、成绩待核对。
+    他另有文件时这些本来就不会计入（cli.select_counted），排在最后，没评的只是它们时不待核对"""
+    roster_path, secret, own, _, _ = assign_bench.make_class(tmp_path, 2, "ch05", published=False)
+    theirs = json.loads((own / "s000" / "ch05_exercises.ipynb").read_text(encoding="utf-8"))
+    for k in range(6):
+        copy = json.loads(json.dumps(theirs))
+        copy["cells"].append({"cell_type": "markdown", "metadata": {}, "source": f"副本 {k}"})
+        if k % 2:
+            copy["metadata"]["shardlab"]["student"] = "s001"  # 签名对不上 s001，对得上 s000
+        (own / "s001" / f"copy{k}.ipynb").write_text(json.dumps(copy), encoding="utf-8")
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    mine = [f.rel for f in found.found if f.roster_id == "s001"]
+    assert "s001/ch05_exercises.ipynb" in mine and len(mine) == 5
+    assert not any(f.over_cap for f in found.found) and not any("待核对" in n for n in args.roster_notes)
+    # 他只有这些同学的个人版时，它们就是他交的：超过上限照样待核对
+    (own / "s001" / "ch05_exercises.ipynb").unlink()
+    args, found = _prepare(tmp_path, own, "--chapter", "5", "--roster", str(roster_path), "--secret-file", str(secret))
+    assert [f.over_cap for f in found.found if f.roster_id == "s001"] == [True] * 5
+
+
 def test_forged_claims_are_dropped_before_they_take_a_students_places(tmp_path):
     """以前先数上限、后扔伪造的：5 份写着 s001、签名是伪造的散放文件占满名额，s001 自己的文件没评，伪造的随后又被扔掉，
     他成了“没有提交”"""

@@ -266,7 +266,7 @@ def prepare(args) -> Ready:
                 if f.written_params == book and not _signed_personal(f, args.personal.key, assignment)
             }
         )
-    over = per_student.limit(found, args.max_files, chapter)
+    over = per_student.limit(found, args.max_files, chapter, _signed_for_other(args.personal, chapter))
     if over:
         args.roster_notes.append(
             f"{len(over)} 名学生名下内容不同的文件超过 {args.max_files} 个，多的没有评（列在忽略的文件里），"
@@ -503,6 +503,21 @@ def _refuse_nothing_to_grade(found: Scan) -> None:
         f"没有一份可以评的提交：{len(found.ignored)} 个文件或文件夹都被忽略了（例如 {examples}）。"
         "请确认提交目录是对的（教师指南“收作业”一节）。什么也没有写。"
     )
+
+
+def _signed_for_other(who: Personal | None, chapter: int | None):
+    """per_student.limit 用的：一份文件的签名是不是发给花名册里另一位学生的（没有密钥或章时不问）"""
+    if who is None or who.key is None or chapter is None:
+        return None
+    assignment = f"ch{chapter:02d}"
+
+    def check(f: Found) -> bool:
+        tag = getattr(f.peek, "tag", None)
+        return bool(
+            tag and f.written_params and personal.signed_for(who.key, assignment, f.written_params, tag, f.roster_id)
+        )
+
+    return check
 
 
 def _group_member_by_signature(found: Scan, key: personal.PersonalKey, assignment: str) -> None:

@@ -10,7 +10,9 @@
 0. 签名核实过是他自己的个人版（``Found.own_signed``，笔记本里写的就是他）；
 1. 身份来自教师分好的文件夹或 LMS（``Found.strong``）；
 2. 凭学生自己起的文件名或笔记本里写的 id 认出的；
-3. 不是这次评的这一章的，或读不成笔记本的（这些不进沙箱；超过上限没评的只是这些时，成绩不用待核对）。
+3. 不是这次评的这一章的，或读不成笔记本的（这些不进沙箱），以及他另有文件时、签名是发给另一位学生的个人版
+   （它不会计入成绩；以前别人往他的文件夹里放几份同学的个人版，就能让他超过上限、成绩待核对）。
+   超过上限没评的只是这些时，成绩不用待核对。
 
 同一级里轮流从每个位置（每个文件夹、顶层）各取一个，位置里按路径。能往提交目录里放文件的人仍然可以用足够多的位置
 挤掉一个学生自己的文件，所以超过上限不是悄悄选几份了事：这个学生留下的文件标上 ``over_cap``，成绩表里写“待核对”，
@@ -48,9 +50,10 @@ def own(f: Found) -> bool:
     return bool(f.own_signed and f.roster_id and student and roster.normalize(student) == roster.normalize(f.roster_id))
 
 
-def trust(f: Found, chapter: int | None = None) -> int:
-    """0 他自己签名的个人版；1 教师的文件夹或 LMS 认出的；2 别的；3 另一章的、读不成笔记本的（不进沙箱）"""
-    if f.peek is None or (chapter is not None and getattr(f.peek, "chapter", chapter) != chapter):
+def trust(f: Found, chapter: int | None = None, foreign: bool = False) -> int:
+    """0 他自己签名的个人版；1 教师的文件夹或 LMS 认出的；2 别的；3 另一章的、读不成笔记本的（不进沙箱），
+    以及 foreign：他另有文件时，签名是发给另一位学生的个人版（它不会计入成绩，见 cli.select_counted）"""
+    if f.peek is None or (chapter is not None and getattr(f.peek, "chapter", chapter) != chapter) or foreign:
         return 3
     return 0 if own(f) else 1 if f.strong else 2
 
@@ -63,15 +66,21 @@ def _interleave(files: list[Found]) -> list[Found]:
     return [f for row in zip_longest(*places.values()) for f in row if f is not None]
 
 
-def limit(found: Scan, cap: int = MAX_FILES, chapter: int | None = None) -> list[str]:
-    """每个学生只留内容不同的、最多 cap 个文件（见模块说明）；返回文件超过上限的学生（给教师看）"""
+def limit(found: Scan, cap: int = MAX_FILES, chapter: int | None = None, signed_for_other=None) -> list[str]:
+    """每个学生只留内容不同的、最多 cap 个文件（见模块说明）；返回文件超过上限的学生（给教师看）。
+    signed_for_other(f)：这份文件的签名是不是发给另一位学生的（要密钥；只对超过上限的学生问）"""
     groups: dict[tuple, list[Found]] = {}
     for f in found.found:
         groups.setdefault(student_of(f), []).append(f)
     keep: set[int] = set()
     over: list[str] = []
     for who, files in groups.items():
-        ordered = [f for level in range(4) for f in _interleave([g for g in files if trust(g, chapter) == level])]
+        level_of = {id(g): trust(g, chapter) for g in files}
+        if signed_for_other is not None and len({g.sha or g.rel for g in files}) > cap:
+            foreign = {id(g) for g in files if level_of[id(g)] < 3 and signed_for_other(g)}
+            if any(level_of[id(g)] < 3 and id(g) not in foreign for g in files):  # 他另有文件：同学的个人版不会计入
+                level_of |= dict.fromkeys(foreign, 3)
+        ordered = [f for level in range(4) for f in _interleave([g for g in files if level_of[id(g)] == level])]
         seen: dict[str, Found] = {}  # 内容的 sha256 → 留下的文件
         dropped = junk = 0
         for f in ordered:
@@ -81,7 +90,7 @@ def limit(found: Scan, cap: int = MAX_FILES, chapter: int | None = None) -> list
             elif len(seen) >= cap:
                 # 没评的只是别的章的、读不成笔记本的：他这一章的文件都评了，成绩不用待核对
                 # （以前：别人往他的文件夹里放几个垃圾文件，他的成绩就成了待核对）
-                junk += trust(f, chapter) == 3
+                junk += level_of[id(f)] == 3
                 dropped += 1
                 found.ignored.append(
                     {
